@@ -1,0 +1,118 @@
+"""Instance types and the families Stratus and the waiting-policy papers use.
+
+m4 (Stratus §4.1, Fig. 3c) at 2017 us-west-2 on-demand Linux prices; m5 at
+0.096 $/h per 2 vCPU / 8 GiB, linear in size, with the 3-year reserved rate
+the waiting-policy paper uses (m5.large: $988 for 3 years, §2 of 000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from stratus.errors import ConfigError
+from stratus.resources import to_units
+
+HOURS_PER_3_YEARS = 3 * 365 * 24
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A rentable shape. ``capacity`` is in integer resource units (see stratus.resources)."""
+
+    name: str
+    vcpu: float
+    mem_gib: float
+    ondemand_hourly: float
+    family: str = ""
+    reserved_hourly: float | None = None
+    capacity: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.vcpu <= 0 or self.mem_gib <= 0 or self.ondemand_hourly <= 0:
+            raise ConfigError(f"instance type {self.name!r}: sizes and price must be positive")
+        object.__setattr__(self, "capacity", to_units(self.vcpu, self.mem_gib))
+
+
+class Catalog:
+    """An ordered set of instance types, smallest first; the types a replay may acquire."""
+
+    def __init__(self, types: Iterable[InstanceType], name: str = "custom") -> None:
+        ts = sorted(types, key=lambda t: (t.capacity, t.ondemand_hourly, t.name))
+        if not ts:
+            raise ConfigError("an instance catalog needs at least one type")
+        names = [t.name for t in ts]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"duplicate instance type names in catalog {name!r}")
+        self.name = name
+        self.types: tuple[InstanceType, ...] = tuple(ts)
+        self._by_name = {t.name: t for t in ts}
+        dims = len(ts[0].capacity)
+        # Per dimension: the largest amount any type offers (task feasibility) and the
+        # amount on the smallest type (Stratus §3.3 normalisation).
+        self.max_capacity = tuple(max(t.capacity[d] for t in ts) for d in range(dims))
+        self.smallest = ts[0]
+
+    def __iter__(self) -> Iterator[InstanceType]:
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> InstanceType:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            known = ", ".join(self._by_name)
+            raise ConfigError(f"unknown instance type {name!r}; catalog {self.name!r} has: {known}") from None
+
+    def largest_fitting(self) -> InstanceType:
+        return self.types[-1]
+
+    def fits_some_type(self, req: tuple[int, ...]) -> bool:
+        return any(all(r <= c for r, c in zip(req, t.capacity)) for t in self.types)
+
+    def subset(self, names: Iterable[str]) -> Catalog:
+        return Catalog([self[n] for n in names], name=f"{self.name}-subset")
+
+
+def _m4() -> list[InstanceType]:
+    rows = [  # name, vCPU, GiB, on-demand $/h (us-west-2, 2017)
+        ("m4.large", 2, 8, 0.10),
+        ("m4.xlarge", 4, 16, 0.20),
+        ("m4.2xlarge", 8, 32, 0.40),
+        ("m4.4xlarge", 16, 64, 0.80),
+        ("m4.10xlarge", 40, 160, 2.00),
+        ("m4.16xlarge", 64, 256, 3.20),
+    ]
+    return [InstanceType(n, c, m, p, family="m4") for n, c, m, p in rows]
+
+
+M5_LARGE_HOURLY = 0.096
+M5_LARGE_RESERVED_3Y_USD = 988.0
+
+
+def _m5() -> list[InstanceType]:
+    out = []
+    for size, mult in [("large", 1), ("xlarge", 2), ("2xlarge", 4), ("4xlarge", 8),
+                       ("8xlarge", 16), ("12xlarge", 24), ("16xlarge", 32), ("24xlarge", 48)]:
+        out.append(InstanceType(
+            f"m5.{size}", 2 * mult, 8 * mult, round(M5_LARGE_HOURLY * mult, 6), family="m5",
+            reserved_hourly=M5_LARGE_RESERVED_3Y_USD * mult / HOURS_PER_3_YEARS,
+        ))
+    return out
+
+
+M4 = Catalog(_m4(), name="m4")
+M5 = Catalog(_m5(), name="m5")
+CATALOGS = {"m4": M4, "m5": M5}
+
+
+def get_catalog(name: str) -> Catalog:
+    try:
+        return CATALOGS[name]
+    except KeyError:
+        raise ConfigError(f"unknown catalog {name!r}; known: {', '.join(CATALOGS)}") from None

@@ -1,0 +1,109 @@
+"""Schedulers composed of parts: a packer places pending tasks on live instances, a
+scaler acquires instances for what is left, a migrator moves running tasks. Parts write
+into a ``Plan``, which tracks the capacity they have already promised this tick."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pricing.catalog import InstanceType
+from stratus.decisions import Acquire, Decisions, Migrate, Place
+from stratus.errors import DecisionError
+from stratus.model import Instance, Task
+from stratus.resources import Vec, fits
+from stratus.view import ClusterView
+
+
+class Plan:
+    """Decisions being built at one tick, with tentative free capacity per instance."""
+
+    __slots__ = ("view", "decisions", "_free")
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.decisions = Decisions()
+        self._free: dict[int, Vec] = {}
+
+    def free(self, inst: Instance) -> Vec:
+        """Free capacity of ``inst`` after what this plan already put on or took off it."""
+        return self._free.get(inst.iid, inst.free)
+
+    def fits(self, task: Task, inst: Instance) -> bool:
+        return fits(task.req, self._free.get(inst.iid, inst.free))
+
+    def _take(self, inst: Instance, req: Vec) -> None:
+        free = self._free.get(inst.iid, inst.free)
+        if not fits(req, free):
+            raise DecisionError(f"plan: {req} does not fit on {inst!r} (free {free})")
+        self._free[inst.iid] = tuple(f - r for f, r in zip(free, req))
+
+    def place(self, task: Task, inst: Instance) -> None:
+        self._take(inst, task.req)
+        self.decisions.placements.append(Place(task, inst))
+
+    def migrate(self, task: Task, dest: Instance) -> None:
+        self._take(dest, task.req)
+        self.decisions.migrations.append(Migrate(task, dest))
+
+    def acquire(self, itype: InstanceType, tasks: Sequence[Task] = (), market: str | None = None,
+                migrate: Sequence[Task] = (), bid: float | None = None, keep: bool = False) -> Acquire:
+        acq = Acquire(itype, market or self.view.market, list(tasks), list(migrate), bid, keep)
+        self.decisions.acquisitions.append(acq)
+        return acq
+
+
+class Packer(Protocol):
+    name: str
+
+    def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
+        """Place what fits on live instances; return the tasks left unplaced."""
+
+
+class Scaler(Protocol):
+    name: str
+
+    def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
+        """Acquire instances for ``tasks`` (each must end up placed or acquired for)."""
+
+
+class Migrator(Protocol):
+    name: str
+
+    def migrate(self, view: ClusterView, plan: Plan) -> None:
+        """Move running tasks (e.g. to clear under-used instances)."""
+
+
+class ComposedScheduler:
+    """packer -> scaler -> migrator, once per tick."""
+
+    def __init__(self, name: str, scaler: Scaler, packer: Packer | None = None,
+                 migrator: Migrator | None = None, description: str = "") -> None:
+        self.name = name
+        self.packer = packer
+        self.scaler = scaler
+        self.migrator = migrator
+        self.description = description
+
+    def start(self, view: ClusterView) -> None:
+        for part in (self.packer, self.scaler, self.migrator):
+            if part is not None and hasattr(part, "start"):
+                part.start(view)
+
+    def schedule(self, view: ClusterView) -> Decisions:
+        plan = Plan(view)
+        pending = view.pending
+        if pending:
+            left = self.packer.pack(view, plan, pending) if self.packer else list(pending)
+            if left:
+                self.scaler.scale(view, plan, left)
+        if self.migrator is not None:
+            self.migrator.migrate(view, plan)
+        return plan.decisions
+
+    def stats(self) -> dict:
+        out: dict = {}
+        for part in (self.packer, self.scaler, self.migrator):
+            if part is not None and hasattr(part, "stats"):
+                out.update(part.stats())
+        return out

@@ -1,0 +1,592 @@
+"""The discrete-event virtual-cluster engine. It owns time, state and money.
+
+Events live on one heap ordered by (time, kind, sequence). At equal times kinds run in
+this order: price change, task finish, migration done, revocation, instance ready,
+scheduling tick. Arrivals are not heap events: tasks are queued as they arrive and only a
+tick can place them (Stratus §3.1: pending tasks are scheduled in batches at periodic
+scheduling events), so they are taken from the sorted trace at each tick; a task that
+arrives at the same instant as a tick is seen by that tick.
+
+Every instance is billed from request to release at its prevailing price, per second
+(Stratus §4.1). An instance left with no tasks is released at once unless a policy keeps
+it (Stratus §4.1, "VM acquisition/termination").
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from itertools import count
+
+import numpy as np
+
+from pricing.catalog import M4, Catalog
+from pricing.prices import ON_DEMAND, SPOT, PriceBook
+from stratus.decisions import Decisions
+from stratus.errors import ConfigError, DecisionError, StratusError
+from stratus.estimators import Estimator, make_estimator
+from stratus.model import (
+    DONE,
+    MIGRATING,
+    PENDING,
+    READY,
+    RELEASED,
+    RUNNING,
+    TASK_STATES,
+    WAITING,
+    Instance,
+    Task,
+)
+from stratus.resources import SCALE, to_units
+from stratus.result import ReplayResult
+from stratus.view import ClusterView
+from traces.schema import Trace
+
+# event kinds, in processing order at equal timestamps
+EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_READY, EV_TICK = range(6)
+MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
+SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
+
+
+@dataclass
+class ReplayConfig:
+    """Everything about the simulated cloud that is not the workload or the policy."""
+
+    tick_s: float = 60.0
+    spinup_s: tuple[float, float] = (30.0, 160.0)  # Stratus §4.1
+    migration_mbps: float = 160.0  # Stratus §4.1 (HotSpot's measured rate)
+    market: str = ON_DEMAND
+    markets: tuple[str, ...] | None = None  # markets acquisitions may use; default (market,)
+    seed: int = 0
+    catalog: Catalog = M4
+    prices: PriceBook | None = None
+    estimator: str | Estimator = "oracle"
+    readjust: bool = True  # Stratus §3.4 heuristic 1
+    record: bool = False  # keep per-interval logs for invariant checks
+    max_idle_ticks: int = 100_000  # stall guard: tasks pending while nothing else happens
+    progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
+
+    def validate(self) -> None:
+        if not (self.tick_s > 0 and math.isfinite(self.tick_s)):
+            raise ConfigError(f"tick must be a positive number of seconds, got {self.tick_s}")
+        lo, hi = self.spinup_s
+        if not (0 <= lo <= hi and math.isfinite(hi)):
+            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi, got {self.spinup_s}")
+        if not self.migration_mbps > 0:
+            raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
+
+
+class Engine:
+    """One replay of one trace under one scheduler. Use ``replay()``."""
+
+    def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.trace = trace
+        self.scheduler = scheduler
+        self.prices = cfg.prices or PriceBook.on_demand(cfg.catalog)
+        if self.prices.catalog is not cfg.catalog:
+            cfg.catalog = self.prices.catalog
+        self.markets = tuple(cfg.markets or (cfg.market,))
+        if cfg.market not in self.markets:
+            raise ConfigError(f"default market {cfg.market!r} is not among allowed markets {self.markets}")
+        for m in self.markets:
+            missing = [t.name for t in cfg.catalog if not self.prices.has(t.name, m)]
+            if missing:
+                raise ConfigError(f"no {m} prices for {', '.join(missing)} in price book {self.prices.name!r}")
+        self.estimator: Estimator = make_estimator(cfg.estimator, cfg.seed)
+        self.now = 0.0
+        self._rng = np.random.default_rng([cfg.seed, 0xC10D])
+        self._spin: list[float] = []
+        self._mig_bits_per_s = cfg.migration_mbps * 1e6
+
+        n = len(trace)
+        f = trace.frame
+        self.n = n
+        self._submit = f["submit_s"].to_numpy(dtype=np.float64)
+        self._submit_list = self._submit.tolist()
+        self._runtime = f["runtime_s"].tolist()
+        cpu = f["cpu"].to_numpy()
+        mem = f["mem_gib"].to_numpy()
+        reqs = np.stack([np.ceil(cpu * SCALE[0] - 1e-6), np.ceil(mem * SCALE[1] - 1e-6)], axis=1)
+        self._req = [tuple(r) for r in np.maximum(reqs, 0).astype(np.int64).tolist()]
+        big = [i for i, r in enumerate(self._req) if not cfg.catalog.fits_some_type(r)]
+        if big:
+            i = big[0]
+            raise ConfigError(
+                f"{trace.name}: {len(big)} task(s) larger than every {cfg.catalog.name} type, first "
+                f"row {i} (job {f['job_id'].iat[i]}, task {f['task_id'].iat[i]}: "
+                f"{cpu[i]:g} vCPU, {mem[i]:g} GiB); drop them when loading the trace")
+        job_ids = f["job_id"].to_numpy()
+        uniq, job_idx = np.unique(job_ids, return_inverse=True)
+        self._job_ids = uniq
+        self._job_of = job_idx.tolist()
+        self._task_index = f["task_id"].tolist()
+        self._user = f["user"].tolist()
+        self._job_name = f["job_name"].tolist()
+        self._priority = f["priority"].tolist()
+        self._user_est = f["estimate_s"].tolist() if "estimate_s" in f.columns else None
+        nj = len(uniq)
+        self.job_left = np.bincount(job_idx, minlength=nj).tolist()
+        self.job_submit = np.full(nj, np.inf)
+        np.minimum.at(self.job_submit, job_idx, self._submit)
+        self.job_maxrt = np.zeros(nj)
+        np.maximum.at(self.job_maxrt, job_idx, f["runtime_s"].to_numpy())
+        self.job_end = [math.nan] * nj
+        self._job_tasks: dict[int, list[Task]] | None = {} if self.estimator.learns_online else None
+
+        # per-task state, indexed by tid (row in the trace)
+        self.tasks: list[Task | None] = [None] * n
+        self.state = [PENDING] * n
+        self.loc: list[Instance | None] = [None] * n
+        self.done = [0.0] * n
+        self.run_start = [math.nan] * n
+        self.epoch = [0] * n
+        self.est = [math.nan] * n
+        self.first_start = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.n_migrations = [0] * n
+        self.mig_dest: dict[int, Instance] = {}  # queued or in-flight migrations
+
+        self.pending: list[Task] = []
+        self.alive: dict[int, Instance] = {}
+        self.released: list[Instance] = []
+        self.current_price: dict[tuple[str, str], float] = {}
+        self._heap: list[tuple] = []
+        self._seq = count()
+        self._next_arrival = 0
+        self._iid = count()
+        self.n_done = 0
+        self.migrations = 0
+        self.migration_seconds = 0.0
+        self.revocations = 0
+        self.tasks_revoked = 0
+        self.ticks = 0
+        # run segments (progress intervals) for the fluid lower bound and audits
+        self.seg_start: list[float] = []
+        self.seg_end: list[float] = []
+        self.seg_tid: list[int] = []
+        # optional audit logs
+        self.holds: list[tuple[int, int, float, float]] | None = [] if cfg.record else None
+        self._hold_open: dict[tuple[int, int], float] = {}
+        self.mig_log: list[tuple[int, int, int, float, float]] | None = [] if cfg.record else None
+        self.seg_iid: list[int] | None = [] if cfg.record else None
+        self.view = ClusterView(self)
+
+    # ------------------------------------------------------------------ helpers
+    def _push(self, t: float, kind: int, a=None, b=None) -> None:
+        heappush(self._heap, (t, kind, next(self._seq), a, b))
+
+    def _spinup(self) -> float:
+        lo, hi = self.cfg.spinup_s
+        if lo == hi:
+            return lo
+        if not self._spin:
+            self._spin = self._rng.uniform(lo, hi, size=4096).tolist()[::-1]
+        return self._spin.pop()
+
+    def migration_duration(self, task: Task) -> float:
+        return task.req[1] * MIB_BITS / self._mig_bits_per_s
+
+    def _make_task(self, tid: int) -> Task:
+        t = Task(tid, int(self._job_ids[self._job_of[tid]]), self._task_index[tid],
+                 self._submit_list[tid], self._runtime[tid], self._req[tid], self._user[tid],
+                 self._job_name[tid], self._priority[tid],
+                 None if self._user_est is None else self._user_est[tid])
+        self.tasks[tid] = t
+        return t
+
+    # ------------------------------------------------------------------ accounting
+    @staticmethod
+    def _touch(inst: Instance, t: float) -> None:
+        """Accrue allocated resource-time up to ``t`` before the instance's load changes."""
+        if inst.state == READY:
+            dt = t - inst._used_since
+            if dt > 0:
+                integ = inst._used_integral
+                for d, (c, f) in enumerate(zip(inst.itype.capacity, inst.free)):
+                    integ[d] += (c - f) * dt
+            inst._used_since = t
+
+    def _hold(self, inst: Instance, task: Task, t: float) -> None:
+        self._touch(inst, t)
+        inst._tasks[task.tid] = task
+        inst.free = tuple(f - r for f, r in zip(inst.free, task.req))
+        inst.hosted += 1
+        if self.holds is not None:
+            self._hold_open[(inst.iid, task.tid)] = t
+
+    def _unhold(self, inst: Instance, task: Task, t: float) -> None:
+        self._touch(inst, t)
+        del inst._tasks[task.tid]
+        inst.free = tuple(f + r for f, r in zip(inst.free, task.req))
+        if self.holds is not None:
+            self.holds.append((inst.iid, task.tid, self._hold_open.pop((inst.iid, task.tid)), t))
+
+    def _release(self, inst: Instance, t: float) -> None:
+        if inst._tasks:
+            raise StratusError(f"engine bug: releasing instance {inst.iid} with tasks")
+        self._touch(inst, t)
+        inst.state = RELEASED
+        inst.released_at = t
+        inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)
+        del self.alive[inst.iid]
+        self.released.append(inst)
+
+    def _maybe_release(self, inst: Instance, t: float) -> None:
+        if not inst._tasks and not inst.keep and inst.state != RELEASED:
+            self._release(inst, t)
+
+    # ------------------------------------------------------------------ task life
+    def _start(self, task: Task, t: float) -> None:
+        tid = task.tid
+        self.state[tid] = RUNNING
+        self.run_start[tid] = t
+        if self.first_start[tid] != self.first_start[tid]:  # NaN: first start
+            self.first_start[tid] = t
+        self._push(t + self._runtime[tid] - self.done[tid], EV_FINISH, tid, self.epoch[tid])
+
+    def _stop_progress(self, tid: int, t: float) -> None:
+        start = self.run_start[tid]
+        self.done[tid] += t - start
+        if t > start:
+            self.seg_start.append(start)
+            self.seg_end.append(t)
+            self.seg_tid.append(tid)
+            if self.seg_iid is not None:
+                self.seg_iid.append(self.loc[tid].iid)
+        self.run_start[tid] = math.nan
+        self.epoch[tid] += 1
+
+    def _begin_transfer(self, task: Task, t: float) -> None:
+        tid = task.tid
+        self._stop_progress(tid, t)
+        self.state[tid] = MIGRATING
+        dur = self.migration_duration(task)
+        self.migrations += 1
+        self.migration_seconds += dur
+        self.n_migrations[tid] += 1
+        self._push(t + dur, EV_MIGRATED, tid, self.epoch[tid])
+        if self.mig_log is not None:
+            self.mig_log.append((tid, self.loc[tid].iid, self.mig_dest[tid].iid, t, t + dur))
+
+    def _on_finish(self, tid: int, epoch: int, t: float) -> None:
+        if epoch != self.epoch[tid]:
+            return  # superseded by a migration or revocation
+        task = self.tasks[tid]
+        inst = self.loc[tid]
+        self._stop_progress(tid, t)
+        self.state[tid] = DONE
+        self.finish[tid] = t
+        self.n_done += 1
+        self._unhold(inst, task, t)
+        dest = self.mig_dest.pop(tid, None)
+        if dest is not None:  # finished before its queued migration could start
+            self._unhold(dest, task, t)
+            self._maybe_release(dest, t)
+        self._maybe_release(inst, t)
+        j = self._job_of[tid]
+        self.job_left[j] -= 1
+        if self._job_tasks is not None:
+            self._job_tasks.setdefault(j, []).append(task)
+        if self.job_left[j] == 0:
+            self.job_end[j] = t
+            if self._job_tasks is not None:
+                self.estimator.observe(self._job_tasks.pop(j), t)
+
+    def _on_migrated(self, tid: int, epoch: int, t: float) -> None:
+        if epoch != self.epoch[tid]:
+            return
+        task = self.tasks[tid]
+        src = self.loc[tid]
+        dst = self.mig_dest.pop(tid)
+        self._unhold(src, task, t)
+        self.loc[tid] = dst
+        self._start(task, t)
+        self._maybe_release(src, t)
+
+    def _on_ready(self, inst: Instance, t: float) -> None:
+        if inst.state == RELEASED:  # released (emptied or revoked) before it came up
+            return
+        inst.state = READY
+        inst.ready_at = t
+        inst._used_since = t
+        for task in list(inst._tasks.values()):
+            tid = task.tid
+            if self.state[tid] == WAITING:
+                self._start(task, t)
+            elif self.mig_dest.get(tid) is inst and self.state[tid] == RUNNING:
+                self._begin_transfer(task, t)
+
+    def _on_price(self, key: tuple[str, str], t: float) -> None:
+        price = self.prices.price(key[0], key[1], t)
+        self.current_price[key] = price
+        nxt = self.prices.next_change(key[0], key[1], t)
+        if nxt < math.inf:
+            self._push(nxt, EV_PRICE, key)
+        if key[1] == SPOT:
+            for inst in self.alive.values():
+                if (inst.market == SPOT and inst.itype.name == key[0] and inst.revoke_at is None
+                        and price > inst.bid):
+                    inst.revoke_at = t + SPOT_WARNING_S
+                    self._push(inst.revoke_at, EV_REVOKE, inst)
+
+    def _on_revoke(self, inst: Instance, t: float) -> None:
+        """The provider takes a spot instance back. Tasks on it lose their progress and
+        return to pending; tasks merely reserved on it as a migration target stay where
+        they run (an in-flight transfer into it is aborted and the task resumes)."""
+        if inst.state == RELEASED:
+            return
+        self.revocations += 1
+        for task in list(inst._tasks.values()):
+            tid = task.tid
+            dest = self.mig_dest.get(tid)
+            if self.loc[tid] is not inst:  # reserved here as a migration target
+                del self.mig_dest[tid]
+                self._unhold(inst, task, t)
+                if self.state[tid] == MIGRATING:
+                    self.epoch[tid] += 1
+                    self._start(task, t)
+                continue
+            if dest is not None:  # a migration away from here (queued or in flight) is void
+                del self.mig_dest[tid]
+                self._unhold(dest, task, t)
+                self._maybe_release(dest, t)
+            if self.state[tid] == RUNNING:
+                self._stop_progress(tid, t)
+            else:
+                self.epoch[tid] += 1  # waiting or migrating: drop its pending events
+            self._unhold(inst, task, t)
+            self.done[tid] = 0.0
+            self.state[tid] = PENDING
+            self.loc[tid] = None
+            self.pending.append(task)
+            self.tasks_revoked += 1
+        inst.keep = False
+        self._release(inst, t)
+
+    # ------------------------------------------------------------------ decisions
+    def _bad(self, what: str) -> DecisionError:
+        name = getattr(self.scheduler, "name", type(self.scheduler).__name__)
+        return DecisionError(f"scheduler {name!r} at t={self.now:.3f}s: {what}")
+
+    def _check_live(self, inst: Instance) -> None:
+        if self.alive.get(getattr(inst, "iid", -1)) is not inst:
+            raise self._bad(f"instance {inst!r} is not live")
+
+    def _check_fits(self, inst: Instance, task: Task) -> None:
+        for r, f in zip(task.req, inst.free):
+            if r > f:
+                raise self._bad(f"{task!r} does not fit on {inst!r} (free {inst.free})")
+
+    def _known(self, task: Task) -> bool:
+        tid = getattr(task, "tid", -1)
+        return 0 <= tid < self.n and self.tasks[tid] is task
+
+    def _claim_pending(self, task: Task) -> None:
+        if not self._known(task):
+            raise self._bad(f"{task!r} is not a task of this replay")
+        if self.state[task.tid] != PENDING:
+            raise self._bad(f"{task!r} is not pending (state {TASK_STATES[self.state[task.tid]]})")
+        self.state[task.tid] = WAITING
+
+    def _check_migratable(self, task: Task, dest: Instance) -> None:
+        tid = task.tid
+        if not self._known(task) or self.state[tid] != RUNNING or tid in self.mig_dest:
+            raise self._bad(f"{task!r} cannot migrate: it is not running or already migrating")
+        if self.loc[tid] is dest:
+            raise self._bad(f"{task!r} is already on {dest!r}")
+
+    def _apply(self, dec: Decisions) -> None:
+        t = self.now
+        claimed = False
+        for acq in dec.acquisitions:
+            itype = acq.itype
+            if itype.name not in self.cfg.catalog or self.cfg.catalog[itype.name] != itype:
+                raise self._bad(f"instance type {itype.name!r} is not in the replay's catalog")
+            if acq.market not in self.markets:
+                raise self._bad(f"market {acq.market!r} is not allowed (allowed: {self.markets})")
+            if not acq.tasks and not acq.migrate and not acq.keep:
+                raise self._bad(f"acquisition of {itype.name} with no tasks")
+            total = [0] * len(itype.capacity)
+            for task in (*acq.tasks, *acq.migrate):
+                for d, r in enumerate(task.req):
+                    total[d] += r
+            if any(x > c for x, c in zip(total, itype.capacity)):
+                raise self._bad(f"tasks of {tuple(total)} do not fit a {itype.name} {itype.capacity}")
+            bid = acq.bid
+            if acq.market == SPOT and bid is None:
+                bid = self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
+            for task in acq.tasks:
+                self._claim_pending(task)
+            for task in acq.migrate:
+                self._check_migratable(task, None)
+            inst = Instance(next(self._iid), itype, acq.market, bid, t)
+            inst.keep = acq.keep
+            self.alive[inst.iid] = inst
+            self._push(t + self._spinup(), EV_READY, inst)
+            for task in acq.tasks:
+                self.loc[task.tid] = inst
+                self._hold(inst, task, t)
+                claimed = True
+            for task in acq.migrate:
+                self.mig_dest[task.tid] = inst
+                self._hold(inst, task, t)
+            if acq.market == SPOT and self.current_price[(itype.name, SPOT)] > bid:
+                inst.revoke_at = t + SPOT_WARNING_S
+                self._push(inst.revoke_at, EV_REVOKE, inst)
+        for pl in dec.placements:
+            task, inst = pl.task, pl.instance
+            self._check_live(inst)
+            self._claim_pending(task)
+            self._check_fits(inst, task)
+            self.loc[task.tid] = inst
+            self._hold(inst, task, t)
+            claimed = True
+            if inst.state == READY:
+                self._start(task, t)
+        for mg in dec.migrations:
+            task, dest = mg.task, mg.dest
+            self._check_live(dest)
+            self._check_migratable(task, dest)
+            self._check_fits(dest, task)
+            self.mig_dest[task.tid] = dest
+            self._hold(dest, task, t)
+            if dest.state == READY:
+                self._begin_transfer(task, t)
+        for inst in dec.releases:
+            self._check_live(inst)
+            if inst._tasks:
+                raise self._bad(f"cannot release {inst!r}: it still holds tasks")
+            self._release(inst, t)
+        for iid, keep in dec.keep.items():
+            inst = self.alive.get(iid)
+            if inst is None:
+                raise self._bad(f"keep: instance {iid} is not live")
+            inst.keep = bool(keep)
+            self._maybe_release(inst, t)
+        if claimed:
+            self.pending = [p for p in self.pending if self.state[p.tid] == PENDING]
+
+    # ------------------------------------------------------------------ main loop
+    def _ingest_arrivals(self, t: float) -> None:
+        i = self._next_arrival
+        j = int(np.searchsorted(self._submit, t, side="right"))
+        if j > i:
+            new = [self._make_task(tid) for tid in range(i, j)]
+            est = self.estimator.predict(new)
+            for task, e in zip(new, est):
+                self.est[task.tid] = e
+            self.pending.extend(new)
+            self._next_arrival = j
+
+    def _next_tick_after(self, t: float) -> float:
+        tick = self.cfg.tick_s
+        if self.alive or self.pending or self._next_arrival >= self.n:
+            return (math.floor(t / tick + 1e-9) + 1) * tick
+        nxt = self._submit_list[self._next_arrival]
+        return max(math.ceil(nxt / tick - 1e-9) * tick, (math.floor(t / tick + 1e-9) + 1) * tick)
+
+    def run(self) -> ReplayResult:
+        # The event loop allocates millions of small acyclic objects; with the default
+        # thresholds the cyclic collector rescans every live task and instance over and
+        # over (a third of the run time, measured). Collect rarely, restore afterwards.
+        old = gc.get_threshold()
+        gc.set_threshold(200_000, 50, 50)
+        try:
+            return self._run()
+        finally:
+            gc.set_threshold(*old)
+
+    def _run(self) -> ReplayResult:
+        wall0 = _time.perf_counter()
+        cfg = self.cfg
+        self.estimator.bind(self.trace)
+        if self.n == 0:
+            return ReplayResult.build(self, _time.perf_counter() - wall0)
+        first_tick = math.ceil(self._submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
+        self.now = first_tick
+        for itype in cfg.catalog:
+            for market in self.prices.markets():
+                if not self.prices.has(itype.name, market):
+                    continue
+                key = (itype.name, market)
+                self.current_price[key] = self.prices.price(itype.name, market, first_tick)
+                nxt = self.prices.next_change(itype.name, market, first_tick)
+                if nxt < math.inf:
+                    self._push(nxt, EV_PRICE, key)
+        if hasattr(self.scheduler, "start"):
+            self.scheduler.start(self.view)
+        self._push(first_tick, EV_TICK)
+        heap = self._heap
+        idle_ticks = 0
+        progress = cfg.progress
+        n = self.n
+        events = 0  # non-tick events since the last tick, for the stall guard
+        while heap:
+            t, kind, _, a, b = heappop(heap)
+            self.now = t
+            if kind != EV_TICK:
+                events += 1
+            if kind == EV_FINISH:
+                self._on_finish(a, b, t)
+            elif kind == EV_TICK:
+                self._ingest_arrivals(t)
+                self.ticks += 1
+                if self.pending or self.alive:
+                    dec = self.scheduler.schedule(self.view)
+                    if dec:
+                        self._apply(dec)
+                if self.n_done == n and all(not i._tasks for i in self.alive.values()):
+                    break
+                if self.pending and not events and self._next_arrival >= n:
+                    idle_ticks += 1
+                    if idle_ticks > cfg.max_idle_ticks:
+                        raise StratusError(
+                            f"scheduler {getattr(self.scheduler, 'name', '?')!r} left {len(self.pending)} "
+                            f"task(s) pending for {idle_ticks} ticks while nothing else happened")
+                else:
+                    idle_ticks = 0
+                events = 0
+                if progress is not None:
+                    progress(t, self.n_done, n)
+                self._push(self._next_tick_after(t), EV_TICK)
+            elif kind == EV_READY:
+                self._on_ready(a, t)
+            elif kind == EV_MIGRATED:
+                self._on_migrated(a, b, t)
+            elif kind == EV_PRICE:
+                self._on_price(a, t)
+            elif kind == EV_REVOKE:
+                self._on_revoke(a, t)
+            if self.n_done == n and not self.alive and kind != EV_TICK:
+                break
+        for inst in list(self.alive.values()):  # kept-idle instances end with the replay
+            inst.keep = False
+            self._release(inst, self.now)
+        if self.n_done != n:
+            raise StratusError(f"replay ended with {n - self.n_done} unfinished task(s)")
+        if progress is not None:
+            progress(self.now, self.n_done, n)
+        return ReplayResult.build(self, _time.perf_counter() - wall0)
+
+
+def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides) -> ReplayResult:
+    """Replay ``trace`` under ``scheduler`` (an object or a registered name)."""
+    cfg = cfg or ReplayConfig()
+    for k, v in overrides.items():
+        if not hasattr(cfg, k):
+            raise ConfigError(f"unknown replay option {k!r}")
+        setattr(cfg, k, v)
+    if isinstance(scheduler, str):
+        from stratus.registry import make_scheduler
+
+        scheduler = make_scheduler(scheduler)
+    return Engine(trace, scheduler, cfg).run()
+
+
+__all__ = ["Engine", "ReplayConfig", "replay", "to_units"]

@@ -1,0 +1,117 @@
+"""Runtime estimators behind one fit/predict interface (DESIGN: "estimators look like
+scikit-learn").
+
+The engine calls ``bind(trace)`` once before a replay, ``predict(tasks)`` for each batch
+of newly arrived tasks, and ``observe(tasks)`` when a job completes (online learners
+only). Predictions are total runtimes in seconds; what remains of a running task is
+derived in the cluster view (see ``remaining_estimate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from stratus.errors import ConfigError
+from stratus.model import Task
+
+MIN_ESTIMATE_S = 1.0  # an estimate of zero would put a task in no runtime bin
+
+
+class Estimator:
+    """Base class. Subclasses override ``predict`` and, if they learn, ``observe``."""
+
+    name = "estimator"
+    learns_online = False
+
+    def bind(self, trace) -> None:
+        """Called once with the trace about to be replayed (before any prediction)."""
+
+    def fit(self, history) -> Estimator:
+        """Train on a past trace; the default estimators need no training."""
+        return self
+
+    def predict(self, tasks: Sequence[Task]) -> list[float]:
+        raise NotImplementedError
+
+    def observe(self, tasks: Sequence[Task], now: float) -> None:
+        """A job whose tasks are ``tasks`` just completed at ``now``."""
+
+
+class OracleEstimator(Estimator):
+    """Perfect knowledge: the true runtime (Stratus §5.4.1)."""
+
+    name = "oracle"
+
+    def predict(self, tasks: Sequence[Task]) -> list[float]:
+        return [max(t.runtime, MIN_ESTIMATE_S) for t in tasks]
+
+
+class NoisyEstimator(Estimator):
+    """True runtime x h_tau, h_tau ~ U[h, 1) if h < 1 else U[1, h] (Stratus §5.4.2).
+
+    One factor per task, drawn for the whole trace at ``bind`` from ``seed``, so a task's
+    estimate is the same whatever scheduler replays it and whenever it arrives.
+    """
+
+    def __init__(self, h: float, seed: int = 0) -> None:
+        if not (h > 0 and np.isfinite(h)):
+            raise ConfigError(f"noisy estimator: h must be a positive number, got {h!r}")
+        self.h = float(h)
+        self.seed = seed
+        self.name = f"noisy:{h:g}"
+        self._factor: np.ndarray | None = None
+
+    def bind(self, trace) -> None:
+        rng = np.random.default_rng([self.seed, 0x5EED])
+        lo, hi = (self.h, 1.0) if self.h < 1 else (1.0, self.h)
+        self._factor = rng.uniform(lo, hi, size=len(trace))
+
+    def predict(self, tasks: Sequence[Task]) -> list[float]:
+        if self._factor is None:
+            raise ConfigError("noisy estimator used before bind(trace)")
+        f = self._factor
+        return [max(t.runtime * float(f[t.tid]), MIN_ESTIMATE_S) for t in tasks]
+
+
+def remaining_estimate(estimate: float, elapsed: float, readjust: bool = True) -> float:
+    """Estimated seconds left for a task predicted to run ``estimate`` s that has run
+    ``elapsed`` s. With ``readjust``, a task that has outlived its estimate is assumed
+    half done, i.e. it needs as long again as it has run (Stratus §3.4, heuristic 1,
+    after Harchol-Balter and Downey)."""
+    left = estimate - elapsed
+    if left > 0:
+        return left
+    return elapsed if readjust else 0.0
+
+
+ESTIMATORS: dict[str, Callable[..., Estimator]] = {
+    "oracle": lambda arg, seed: OracleEstimator(),
+    "noisy": lambda arg, seed: NoisyEstimator(_parse_h(arg), seed),
+}
+
+
+def _parse_h(arg: str | None) -> float:
+    if arg is None:
+        raise ConfigError("noisy estimator needs a factor, e.g. --estimator noisy:0.5")
+    try:
+        return float(arg)
+    except ValueError:
+        raise ConfigError(f"noisy estimator: h must be a number, got {arg!r}") from None
+
+
+def register_estimator(name: str, factory: Callable[[str | None, int], Estimator]) -> None:
+    ESTIMATORS[name] = factory
+
+
+def make_estimator(spec: str | Estimator, seed: int = 0) -> Estimator:
+    """``oracle``, ``noisy:H`` or another registered name (``name[:arg]``)."""
+    if isinstance(spec, Estimator):
+        return spec
+    name, _, arg = spec.partition(":")
+    try:
+        factory = ESTIMATORS[name]
+    except KeyError:
+        raise ConfigError(f"unknown estimator {spec!r}; known: {', '.join(sorted(ESTIMATORS))}") from None
+    return factory(arg or None, seed)

@@ -1,0 +1,115 @@
+"""Data model: tasks, jobs, instances.
+
+Tasks and jobs come from a trace and never change. Instances belong to the engine:
+policies see them through the read-only cluster view and must not mutate them (the
+engine validates every decision, so a policy that does is caught as a bug).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pricing.catalog import InstanceType
+from stratus.resources import Vec
+
+# Task states (plain ints: they are compared in the event loop)
+PENDING, WAITING, RUNNING, MIGRATING, DONE = range(5)
+TASK_STATES = ("pending", "waiting", "running", "migrating", "done")
+
+# Instance lifecycle: requested -> running -> released
+REQUESTED, READY, RELEASED = range(3)
+INSTANCE_STATES = ("requested", "running", "released")
+
+
+class Task:
+    """One task of a job, as submitted. ``tid`` is its row in the trace (global id).
+
+    ``req`` is the resource vector in integer units (stratus.resources). ``runtime`` is
+    the true runtime: only the oracle estimator and the engine read it; a policy learns
+    about runtimes through the estimator in the cluster view.
+    """
+
+    __slots__ = ("tid", "job", "index", "submit", "runtime", "req", "user", "job_name",
+                 "priority", "user_estimate")
+
+    def __init__(self, tid: int, job: int, index: int, submit: float, runtime: float, req: Vec,
+                 user: str = "", job_name: str = "", priority: int = 0,
+                 user_estimate: float | None = None) -> None:
+        self.tid = tid
+        self.job = job
+        self.index = index
+        self.submit = submit
+        self.runtime = runtime
+        self.req = req
+        self.user = user
+        self.job_name = job_name
+        self.priority = priority
+        self.user_estimate = user_estimate
+
+    def __repr__(self) -> str:
+        return f"Task(tid={self.tid}, job={self.job}.{self.index}, req={self.req})"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job: the tasks submitted together under one id."""
+
+    job_id: int
+    user: str
+    job_name: str
+    submit: float
+    task_ids: tuple[int, ...]
+
+
+class Instance:
+    """A rented virtual machine. Engine-owned; read-only to policies.
+
+    ``tasks`` maps task id -> Task for every task holding resources here: running,
+    waiting for the instance to boot, migrating away (still held) or migrating in
+    (reserved). ``free`` is capacity minus what those tasks hold.
+    """
+
+    __slots__ = ("iid", "itype", "market", "bid", "state", "requested_at", "ready_at",
+                 "released_at", "free", "keep", "cost", "_tasks", "tasks", "_used_since",
+                 "_used_integral", "hosted", "revoke_at")
+
+    def __init__(self, iid: int, itype: InstanceType, market: str, bid: float | None,
+                 requested_at: float) -> None:
+        self.iid = iid
+        self.itype = itype
+        self.market = market
+        self.bid = bid
+        self.state = REQUESTED
+        self.requested_at = requested_at
+        self.ready_at: float | None = None
+        self.released_at: float | None = None
+        self.free: Vec = itype.capacity
+        self.keep = False
+        self.cost = 0.0
+        self._tasks: dict[int, Task] = {}
+        self.tasks = MappingProxyType(self._tasks)
+        # allocated resource-time accounting: integral of (capacity - free) while ready
+        self._used_since = 0.0
+        self._used_integral = [0.0] * len(itype.capacity)
+        self.hosted = 0  # tasks that ever held resources here
+        self.revoke_at: float | None = None
+
+    @property
+    def capacity(self) -> Vec:
+        return self.itype.capacity
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state == READY
+
+    @property
+    def alive(self) -> bool:
+        return self.state != RELEASED
+
+    def used(self) -> Vec:
+        return tuple(c - f for c, f in zip(self.itype.capacity, self.free))
+
+    def __repr__(self) -> str:
+        return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "
+                f"{INSTANCE_STATES[self.state]}, tasks={len(self._tasks)})")

@@ -1,0 +1,63 @@
+"""Readable tables for the terminal (``--json`` prints the raw summaries instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4f}" if abs(v) < 1000 else f"{v:,.1f}"
+    return str(v)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence], align_left: int = 1) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    out = []
+    for k, r in enumerate(cells):
+        parts = [c.ljust(w) if i < align_left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        out.append("  ".join(parts).rstrip())
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def summary_table(s: dict) -> str:
+    u, lat = s["utilization"], s["latency"]
+    ratio = s["total_cost_usd"] / s["lower_bound_cost_usd"] if s.get("lower_bound_cost_usd") else None
+    rows = [
+        ("scheduler", s["scheduler"]),
+        ("trace", s["trace"]),
+        ("market / estimator", f"{s['market']} / {s['estimator']}"),
+        ("tasks completed", f"{s['tasks_completed']:,} / {s['tasks']:,} ({s['jobs']:,} jobs)"),
+        ("total cost ($)", f"{s['total_cost_usd']:,.2f}"),
+        ("fluid lower bound ($)", f"{s['lower_bound_cost_usd']:,.2f}"
+         + (f"  (cost = {ratio:.2f} x bound)" if ratio else "")),
+        ("instance-hours", f"{s['instance_hours']:,.1f}"),
+        ("utilization cpu / mem", f"{u['cpu']:.3f} / {u['mem']:.3f}"),
+        ("constraining utilization", f"{u['constraining']:.3f} ({s['constraining_resource']})"),
+        ("normalized latency p50 / p95", f"{lat['p50']} / {lat['p95']}"),
+        ("instances acquired", f"{s['instances_acquired']:,}"),
+        ("migrations (seconds)", f"{s['migrations']:,} ({s['migration_seconds']:,.0f} s)"),
+    ]
+    for key in ("instances_cleared", "tasks_migrated", "revocations"):
+        if key in s and (key != "revocations" or s[key]):
+            rows.append((key.replace("_", " "), f"{s[key]:,}"))
+    rows.append(("cost by type ($)", ", ".join(f"{k} {v:,.2f}" for k, v in s["cost_by_type"].items())))
+    rows.append(("wall seconds", f"{s['wall_seconds']:.2f}"))
+    return table(("metric", "value"), rows, align_left=2)
+
+
+def comparison_table(summaries: Sequence[dict]) -> str:
+    base = summaries[0]["total_cost_usd"] if summaries else None
+    rows = []
+    for s in summaries:
+        rel = s["total_cost_usd"] / base if base else None
+        rows.append((s["scheduler"], s["total_cost_usd"], rel, s["lower_bound_cost_usd"],
+                     s["utilization"]["constraining"], s["latency"]["p50"], s["latency"]["p95"],
+                     s["instances_acquired"], s["migrations"], s["wall_seconds"]))
+    return table(("scheduler", "cost $", "vs first", "bound $", "util", "lat p50", "lat p95",
+                  "instances", "migrations", "wall s"), rows)

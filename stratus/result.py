@@ -1,0 +1,127 @@
+"""The outcome of a replay: a summary (what ``--json`` prints) and tidy tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+from stratus.resources import DIMS
+
+if TYPE_CHECKING:
+    from stratus.engine import Engine
+
+
+def _r(x: float, nd: int | None = None) -> float | None:
+    """JSON-friendly number: ``nd`` decimals, or 10 significant digits (money)."""
+    if x is None or not math.isfinite(float(x)):
+        return None
+    return round(float(x), nd) if nd is not None else float(f"{float(x):.10g}")
+
+
+@dataclass
+class ReplayResult:
+    summary: dict
+    instances: pd.DataFrame
+    tasks: pd.DataFrame
+    jobs: pd.DataFrame
+    audit: dict = field(default_factory=dict)  # per-interval logs when replayed with record=True
+
+    def to_json(self) -> str:
+        return json.dumps(self.summary, sort_keys=False)
+
+    def __getitem__(self, key: str):
+        return self.summary[key]
+
+    @classmethod
+    def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
+        insts = e.released
+        dims = len(DIMS)
+        rows = []
+        cost_by_type: dict[str, float] = defaultdict(float)
+        cost_by_market: dict[str, float] = defaultdict(float)
+        provisioned = np.zeros(dims)
+        allocated = np.zeros(dims)
+        inst_seconds = 0.0
+        for inst in insts:
+            life = inst.released_at - inst.requested_at
+            inst_seconds += life
+            cap = np.asarray(inst.itype.capacity, dtype=np.float64)
+            provisioned += cap * life
+            allocated += np.asarray(inst._used_integral)
+            cost_by_type[inst.itype.name] += inst.cost
+            cost_by_market[inst.market] += inst.cost
+            rows.append((inst.iid, inst.itype.name, inst.market, inst.requested_at,
+                         inst.ready_at if inst.ready_at is not None else math.nan,
+                         inst.released_at, inst.cost, inst.hosted,
+                         *(u / c / life if life > 0 else math.nan
+                           for u, c in zip(inst._used_integral, inst.itype.capacity))))
+        rows.sort()
+        instances = pd.DataFrame(rows, columns=[
+            "iid", "type", "market", "requested_s", "ready_s", "released_s", "cost_usd",
+            "tasks_hosted", *(f"util_{d}" for d in DIMS)])
+        total_cost = float(sum(cost_by_type.values()))
+
+        util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
+                for i, d in enumerate(DIMS)}
+        constraining = max((v for v in util.values() if math.isfinite(v)), default=math.nan)
+        constraining_dim = max(util, key=lambda d: util[d] if math.isfinite(util[d]) else -1.0)
+
+        job_end = np.asarray(e.job_end, dtype=np.float64)
+        job_lat = job_end - e.job_submit
+        norm_lat = job_lat / np.maximum(e.job_maxrt, 1e-9)
+        jobs = pd.DataFrame({"job_id": e._job_ids, "submit_s": e.job_submit, "end_s": job_end,
+                             "longest_task_s": e.job_maxrt, "normalized_latency": norm_lat})
+        tasks = pd.DataFrame({"first_start_s": e.first_start, "finish_s": e.finish,
+                              "migrations": e.n_migrations})
+
+        seg_tid = np.asarray(e.seg_tid, dtype=np.int64)
+        reqs = np.asarray(e._req, dtype=np.int64).reshape(-1, dims)[seg_tid] if seg_tid.size else \
+            np.zeros((0, dims), dtype=np.int64)
+        rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets)
+        lower = fluid_lower_bound(np.asarray(e.seg_start), np.asarray(e.seg_end), reqs, rho_t, rho)
+
+        est = e.estimator
+        summary = {
+            "scheduler": getattr(e.scheduler, "name", type(e.scheduler).__name__),
+            "trace": e.trace.name,
+            "tasks": e.n,
+            "tasks_completed": e.n_done,
+            "total_cost_usd": _r(total_cost),
+            "lower_bound_cost_usd": _r(lower),
+            "instance_hours": _r(inst_seconds / 3600.0, 4),
+            "utilization": {**{d: _r(v, 4) for d, v in util.items()},
+                            "constraining": _r(constraining, 4)},
+            "constraining_resource": constraining_dim,
+            "latency": {"p50": _r(percentile(norm_lat, 50), 3),
+                        "p95": _r(percentile(norm_lat, 95), 3)},
+            "instances_acquired": len(insts),
+            "migrations": e.migrations,
+            "migration_seconds": _r(e.migration_seconds, 3),
+            "revocations": e.revocations,
+            "tasks_revoked": e.tasks_revoked,
+            "cost_by_type": {k: _r(v) for k, v in sorted(cost_by_type.items())},
+            "cost_by_market": {k: _r(v) for k, v in sorted(cost_by_market.items())},
+            "jobs": len(e._job_ids),
+            "market": e.cfg.market,
+            "estimator": est.name,
+            "seed": e.cfg.seed,
+            "tick_s": e.cfg.tick_s,
+            "simulated_hours": _r((e.now - (e._submit_list[0] if e.n else 0.0)) / 3600.0, 4),
+            "wall_seconds": _r(wall_seconds, 3),
+        }
+        extra = getattr(e.scheduler, "stats", None)
+        if callable(extra):
+            summary.update(extra())
+        audit = {}
+        if e.holds is not None:
+            audit = {"holds": e.holds, "migrations": e.mig_log,
+                     "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
+                     "instances": {i.iid: i for i in insts}, "req": e._req}
+        return cls(summary, instances, tasks, jobs, audit)

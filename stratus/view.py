@@ -1,0 +1,113 @@
+"""The read-only cluster view a scheduler receives at each tick."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pricing.catalog import Catalog, InstanceType
+from stratus.estimators import remaining_estimate
+from stratus.model import RUNNING, Instance, Task
+
+if TYPE_CHECKING:
+    from stratus.engine import Engine
+
+
+class ClusterView:
+    """What a policy may know: time, pending tasks, live instances with their tasks and
+    runtime estimates, prices. Reading it never changes the simulation."""
+
+    __slots__ = ("_e",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._e = engine
+
+    # --- time and configuration --------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self._e.now
+
+    @property
+    def tick_s(self) -> float:
+        return self._e.cfg.tick_s
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._e.cfg.catalog
+
+    @property
+    def market(self) -> str:
+        """The market elastic acquisitions use by default in this replay."""
+        return self._e.cfg.market
+
+    @property
+    def markets(self) -> tuple[str, ...]:
+        return self._e.markets
+
+    @property
+    def spinup_s(self) -> tuple[float, float]:
+        """Bounds of the instance spin-up delay (uniform), for cost-benefit decisions."""
+        return self._e.cfg.spinup_s
+
+    # --- work ------------------------------------------------------------------------------
+    @property
+    def pending(self) -> tuple[Task, ...]:
+        """Tasks waiting for a placement, in arrival order."""
+        return tuple(self._e.pending)
+
+    @property
+    def instances(self) -> Iterable[Instance]:
+        """Live (requested or running) instances, oldest first."""
+        return self._e.alive.values()
+
+    def instance(self, iid: int) -> Instance:
+        return self._e.alive[iid]
+
+    def location(self, task: Task) -> Instance | None:
+        return self._e.loc[task.tid]
+
+    def state(self, task: Task) -> int:
+        return self._e.state[task.tid]
+
+    def is_migrating(self, task: Task) -> bool:
+        """True while a migration of the task is in flight or queued for its destination."""
+        return task.tid in self._e.mig_dest
+
+    # --- runtimes ----------------------------------------------------------------------------
+    def elapsed(self, task: Task) -> float:
+        """Seconds of progress the task has made."""
+        e = self._e
+        tid = task.tid
+        done = e.done[tid]
+        if e.state[tid] == RUNNING:
+            done += e.now - e.run_start[tid]
+        return done
+
+    def estimate(self, task: Task) -> float:
+        """Predicted total runtime from the replay's estimator (made at arrival)."""
+        return self._e.est[task.tid]
+
+    def remaining(self, task: Task) -> float:
+        """Estimated seconds left (readjusted when overdue, Stratus §3.4)."""
+        e = self._e
+        return remaining_estimate(e.est[task.tid], self.elapsed(task), e.cfg.readjust)
+
+    def instance_remaining(self, inst: Instance) -> float:
+        """Remaining runtime of an instance: its longest task's estimated remaining
+        runtime (Stratus §3.2)."""
+        best = 0.0
+        for t in inst.tasks.values():
+            r = self.remaining(t)
+            if r > best:
+                best = r
+        return best
+
+    def migration_seconds(self, task: Task) -> float:
+        """How long moving this task's memory takes at the configured rate (Stratus §4.1)."""
+        return self._e.migration_duration(task)
+
+    # --- prices ----------------------------------------------------------------------------------
+    def price(self, itype: InstanceType | str, market: str | None = None) -> float:
+        """Current $/h of a type in a market (default: the replay's market)."""
+        name = itype if isinstance(itype, str) else itype.name
+        return self._e.current_price[(name, market or self._e.cfg.market)]

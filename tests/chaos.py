@@ -1,0 +1,67 @@
+"""A seeded random policy that uses every kind of decision, to stress engine invariants:
+placements on booting and running instances, acquisitions with pending tasks and with
+migrations, migrations between live instances, keep-idle flags and explicit releases."""
+
+from __future__ import annotations
+
+import random
+
+from stratus.compose import Plan
+from stratus.model import RUNNING
+from stratus.resources import fits
+
+
+class ChaosScheduler:
+    name = "chaos"
+
+    def __init__(self, seed: int = 0, migrate_p: float = 0.2) -> None:
+        self.rng = random.Random(seed)
+        self.migrate_p = migrate_p
+
+    def schedule(self, view):
+        rng = self.rng
+        plan = Plan(view)
+        insts = list(view.instances)
+        types = list(view.catalog)
+        pending = list(view.pending)
+        taken = set()
+        for task in pending:
+            if task.tid in taken:
+                continue
+            r = rng.random()
+            cands = [i for i in insts if plan.fits(task, i)]
+            if cands and r < 0.5:
+                plan.place(task, rng.choice(cands))
+                taken.add(task.tid)
+            elif r < 0.9:
+                itype = rng.choice([t for t in types if fits(task.req, t.capacity)])
+                group, free = [task], tuple(c - q for c, q in zip(itype.capacity, task.req))
+                for other in pending:  # sometimes co-locate more pending tasks
+                    if other.tid not in taken and other is not task and rng.random() < 0.3 \
+                            and fits(other.req, free):
+                        group.append(other)
+                        free = tuple(f - q for f, q in zip(free, other.req))
+                taken.update(t.tid for t in group)
+                plan.acquire(itype, group, keep=rng.random() < 0.2)
+            # else: leave it pending until a later tick
+        idle = []
+        for inst in insts:
+            if not inst.tasks and inst.keep:
+                idle.append(inst)
+            for task in list(inst.tasks.values()):
+                if (view.location(task) is inst and view.state(task) == RUNNING
+                        and not view.is_migrating(task) and rng.random() < self.migrate_p):
+                    dests = [d for d in insts if d is not inst and plan.fits(task, d)]
+                    if dests and rng.random() < 0.7:
+                        plan.migrate(task, rng.choice(dests))
+                    else:
+                        fitting = [t for t in types if fits(task.req, t.capacity)]
+                        plan.acquire(rng.choice(fitting), migrate=[task])
+                    break  # at most one migration per instance per tick
+        for inst in idle:  # only once nothing else was planned onto it
+            if plan.free(inst) == inst.free:
+                if rng.random() < 0.3:
+                    plan.decisions.releases.append(inst)
+                elif rng.random() < 0.3:
+                    plan.decisions.keep[inst.iid] = False
+        return plan.decisions

@@ -1,0 +1,415 @@
+"""Calibration, determinism and error tests of the synthetic workload generators.
+
+Each calibration test names its source (Stratus §4.2 = paper 002, paper 003 §2, waiting
+policy paper 000 §3). Most use full days at scale 1 (~100k tasks, ~0.2 s each) for seeds
+0..2, so a target must hold on three independently drawn clusters, not one lucky draw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stratus.errors import ConfigError
+from traces import synthetic
+from traces.synthetic import common, google, mms, twosigma
+
+SEEDS = (0, 1, 2)
+DAY = 86_400.0
+
+
+def _jobs(trace) -> pd.DataFrame:
+    """One row per job: size, runtime (longest task), mean log task runtime, attributes."""
+    f = trace.frame.assign(log_rt=np.log(trace.frame["runtime_s"]))
+    return f.groupby("job_id").agg(
+        submit=("submit_s", "first"), ntasks=("task_id", "size"),
+        runtime=("runtime_s", "max"), log_rt=("log_rt", "mean"),
+        user=("user", "first"), name=("job_name", "first"), priority=("priority", "first"),
+    ).sort_values("submit")
+
+
+@pytest.fixture(scope="module")
+def gdays():
+    return {s: google.generate(seed=s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def tdays():
+    return {s: twosigma.generate(seed=s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def gjobs(gdays):
+    return {s: _jobs(t) for s, t in gdays.items()}
+
+
+@pytest.fixture(scope="module")
+def tjobs(tdays):
+    return {s: _jobs(t) for s, t in tdays.items()}
+
+
+# --- volume -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gen", [google, twosigma])
+def test_day_at_scale_1_has_100k_tasks(gen):
+    # Target: 100_000 * scale tasks expected per day. Task counts are compound Poisson;
+    # their sd is sqrt(E[n^2]/E[n] / 1e5) ~ 3-4% (jobs of up to 3000 tasks), so +-10% is
+    # about 3 sd.
+    for s in SEEDS:
+        t = gen.generate(seed=s)
+        assert t.meta["expected_tasks"] == pytest.approx(100_000, rel=1e-9)
+        assert abs(len(t) / 100_000 - 1) < 0.10, (s, len(t))
+
+
+def test_volume_is_linear_in_scale():
+    # Expected counts are exact in scale and window; scale 3 (sd ~2%) lands within 10%.
+    for scale, hours in ((0.1, 24.0), (3.0, 24.0), (1.0, 6.0)):
+        t = google.generate(scale=scale, hours=hours, seed=1)
+        assert t.meta["expected_tasks"] == pytest.approx(
+            programs_expected(scale, hours), rel=1e-9)
+    t = google.generate(scale=3.0, seed=1)
+    assert abs(len(t) / 300_000 - 1) < 0.10
+
+
+def programs_expected(scale: float, hours: float) -> float:
+    # The integral of the model's diurnal rate over the window, in tasks.
+    m = google.MODEL
+    rate = m.tasks_per_day * scale / DAY
+    amp = (m.peak_to_trough - 1) / (m.peak_to_trough + 1)
+    w = 2 * np.pi / DAY
+    ph = 2 * np.pi * m.peak_hour / 24
+    d = hours * 3600
+    return rate * (d + amp * (np.sin(w * d - ph) - np.sin(-ph)) / w)
+
+
+# --- Google (Stratus §4.2, paper 003 §2) ----------------------------------------------------
+
+def test_google_tasks_are_cpu_constrained_on_m4(gdays):
+    # Stratus §4.2 (1): tasks are typically CPU-heavy. m4 gives 4 GiB per vCPU.
+    for s, t in gdays.items():
+        f = t.frame
+        assert np.mean(f["cpu"] * 4 >= f["mem_gib"]) >= 0.80, s
+
+
+def test_google_jobs_are_small_with_a_heavy_tail(gjobs):
+    # Stratus §4.2 (2): more than 75% of jobs have < 10 tasks. Tail: jobs of hundreds to
+    # thousands of tasks carry a good share of the tasks.
+    for s, j in gjobs.items():
+        n = j["ntasks"].to_numpy()
+        per_task = np.repeat(n, n)
+        assert np.mean(n < 10) > 0.75, s
+        assert n.max() >= 500, s
+        assert n.max() <= 3000, s
+        assert np.mean(per_task >= 10) >= 0.40, s
+        assert np.mean(per_task >= 100) >= 0.05, s
+
+
+def test_google_tasks_are_short_with_a_long_tail(gdays):
+    # Stratus §4.2 (3): most tasks shorter than two minutes; tail to about a day (1-day
+    # windows drop longer jobs), with >= 0.5% of tasks over an hour.
+    for s, t in gdays.items():
+        rt = t.frame["runtime_s"].to_numpy()
+        assert np.mean(rt < 120) > 0.50, s
+        assert np.mean(rt > 3600) >= 0.005, s
+        assert DAY / 2 <= rt.max() <= DAY, s
+        assert rt.min() > 0
+
+
+def test_google_about_65_percent_of_jobs_under_6_minutes(gjobs):
+    # Paper 003 §2: 65% of Google jobs shorter than 6 minutes. ~23k jobs a day, so the
+    # sampling sd is < 1%; the band allows for which programs a cluster draws.
+    for s, j in gjobs.items():
+        assert 0.55 <= np.mean(j["runtime"] < 360) <= 0.75, s
+
+
+def _peak_trough(jobs: pd.DataFrame, peak_hour: float) -> float:
+    hod = (jobs["submit"].to_numpy() % DAY) / 3600
+    dist = lambda h: np.abs((hod - h + 12) % 24 - 12)  # noqa: E731  (hours from h, circular)
+    return np.sum(dist(peak_hour) < 2) / np.sum(dist(peak_hour + 12) < 2)
+
+
+def test_google_arrivals_are_diurnal_ratio_2(gjobs):
+    # Target: sinusoidal job arrival rate, peak/trough 2, peak 14:00. Over the 4 h around
+    # peak vs trough the expected count ratio is (1 + a*0.955)/(1 - a*0.955) = 1.93 with
+    # a = 1/3; with ~5k and ~2.6k jobs in those windows its sd is ~0.05.
+    for s, j in gjobs.items():
+        assert 1.7 <= _peak_trough(j, 14.0) <= 2.2, s
+
+
+def test_tasks_of_a_job_share_submit_and_request(gdays, tdays):
+    # Target: tasks of a job share submit time, request, user, name and priority.
+    for t in [*gdays.values(), *tdays.values()]:
+        g = t.frame.groupby("job_id")
+        cols = ["submit_s", "cpu", "mem_gib", "user", "job_name", "priority"]
+        assert (g[cols].nunique() == 1).all().all()
+        # task_id is 0..n-1 within the job
+        assert (g["task_id"].max() + 1 == g.size()).all()
+
+
+@pytest.mark.parametrize("days", ["gdays", "tdays"])
+def test_task_runtimes_jitter_around_the_job_with_sigma_02(days, request):
+    # Target: task runtime = job runtime * lognormal(sigma 0.2). Pooled within-job sd of
+    # ln(runtime) over jobs of >= 10 tasks (tens of thousands of tasks: sd error < 0.005).
+    for t in request.getfixturevalue(days).values():
+        f = t.frame[t.frame.groupby("job_id")["task_id"].transform("size") >= 10]
+        lr = np.log(f["runtime_s"])
+        dev = lr - lr.groupby(f["job_id"]).transform("mean")
+        sd = np.sqrt(np.sum(dev**2) / (len(dev) - f["job_id"].nunique()))
+        assert 0.18 <= sd <= 0.22
+
+
+def _within_program_sd(jobs: pd.DataFrame) -> float:
+    """Pooled sd of a run's mean log task runtime around its program's, programs with >= 5
+    runs, one-off jobs excluded."""
+    rec = jobs[~jobs["name"].str.contains("adhoc")]
+    g = rec.groupby("name")["log_rt"]
+    runs = g.transform("size")
+    dev = (rec["log_rt"] - g.transform("mean"))[runs >= 5]
+    k = rec.loc[runs >= 5, "name"].nunique()
+    return float(np.sqrt(np.sum(dev**2) / (len(dev) - k)))
+
+
+def _history_error(jobs: pd.DataFrame) -> float:
+    """Median |ln(estimate / actual)| of a JVuPredict-like estimate: the mean log task
+    runtime of earlier jobs of the same name, else of the same user (Stratus §3.4)."""
+    x = jobs["log_rt"].to_numpy()
+    est = np.full(x.size, np.nan)
+    for key in ("user", "name"):  # the name group, when it has history, wins
+        g = pd.Series(x).groupby(jobs[key].to_numpy())
+        k = g.cumcount().to_numpy()
+        prev = (g.cumsum().to_numpy() - x) / np.maximum(k, 1)
+        est = np.where(k > 0, prev, est)
+    ok = ~np.isnan(est)
+    return float(np.median(np.abs(est[ok] - x[ok])))
+
+
+def test_recurring_programs_and_zipf_users(gjobs, tjobs):
+    # Target: each job runs a program owned by a user; a few hundred Zipf-like users at
+    # scale 1; runs of a program vary with lognormal sigma 0.4 (Google) / 0.9 (TwoSigma).
+    # Mean of a job's log task runtimes adds sigma 0.2/sqrt(n): Google's single-task jobs
+    # give sqrt(0.4^2 + 0.2^2) = 0.45.
+    for j in gjobs.values():
+        users = j["user"].value_counts().to_numpy()
+        assert 150 <= users.size <= 500
+        assert users[: users.size // 10].sum() / users.sum() >= 0.5  # top 10% submit most
+        assert j["name"].value_counts().iloc[0] >= 50  # programs recur within a day
+        assert 0.38 <= _within_program_sd(j) <= 0.48
+    for j in tjobs.values():
+        assert 0.8 <= _within_program_sd(j) <= 1.0
+
+
+def test_history_estimates_worse_for_twosigma(gjobs, tjobs):
+    # Stratus §4.2 / Fig. 3b: JVuPredict is moderately accurate on Google and significantly
+    # less so on TwoSigma. Measured ~0.35 (Google) vs ~0.85 (TwoSigma).
+    for s in SEEDS:
+        g, t = _history_error(gjobs[s]), _history_error(tjobs[s])
+        assert g < 0.5, s
+        assert t > 0.6, s
+        assert t > 1.5 * g, s
+
+
+def test_google_priorities_are_small_and_mostly_low(gjobs):
+    # Google 2011 priorities are 0..11; batch mostly in the low bands (0..8).
+    for j in gjobs.values():
+        p = j["priority"].to_numpy()
+        assert p.min() >= 0 and p.max() <= 11
+        assert np.mean(p <= 8) >= 0.8
+
+
+def test_google_request_sizes(gdays):
+    # Target: Google 2011 requests scaled to 64 vCPU / 256 GiB: most tasks 0.1..4 vCPU,
+    # memory mostly < 8 GiB.
+    for t in gdays.values():
+        f = t.frame
+        assert np.mean(f["cpu"].between(0.1, 4.0)) >= 0.8
+        assert np.mean(f["mem_gib"] < 8) >= 0.9
+
+
+@pytest.mark.parametrize("gen", [google, twosigma, mms])
+def test_every_task_fits_m4_16xlarge_in_whole_units(gen):
+    # Every task must fit the largest m4 shape; requests are whole milli-vCPU and MiB.
+    f = gen.generate(seed=4, hours=6).frame
+    assert (f["cpu"] <= 64).all() and (f["mem_gib"] <= 256).all()
+    assert (f["cpu"] + f["mem_gib"] > 0).all()
+    for col, per in (("cpu", 1000), ("mem_gib", 1024)):
+        units = f[col].to_numpy() * per
+        assert np.allclose(units, np.round(units), atol=1e-6)
+
+
+# --- TwoSigma (Stratus §4.2) ------------------------------------------------------------------
+
+def test_twosigma_tasks_are_memory_constrained_on_m4(tdays):
+    # Stratus §4.2 (1): TwoSigma tasks have substantial memory footprints.
+    for s, t in tdays.items():
+        f = t.frame
+        assert np.mean(f["mem_gib"] > f["cpu"] * 4) >= 0.80, s
+
+
+def test_twosigma_has_more_tasks_per_job(gjobs, tjobs):
+    # Stratus §4.2 (2): more tasks per job than the Google trace.
+    for s in SEEDS:
+        g, t = gjobs[s]["ntasks"], tjobs[s]["ntasks"]
+        assert np.mean(t < 10) <= np.mean(g < 10) - 0.2, s
+        assert t.mean() > 2 * g.mean(), s
+        assert t.median() > g.median(), s
+
+
+def test_twosigma_tasks_are_longer(gdays, tdays):
+    # Stratus §4.2 (3): longer tasks; target median >= 5x Google's, tail capped at a day.
+    for s in SEEDS:
+        g = gdays[s].frame["runtime_s"]
+        t = tdays[s].frame["runtime_s"]
+        assert t.median() >= 5 * g.median(), s
+        assert DAY / 2 <= t.max() <= DAY, s
+
+
+def test_twosigma_arrivals_peak_in_business_hours(tjobs):
+    # Target: sinusoid, peak/trough 3 at 13:00. 4 h windows: expected ratio
+    # (1 + 0.5*0.955)/(1 - 0.5*0.955) = 2.83; ~1.2k vs ~0.4k jobs, sd ~0.16.
+    for s, j in tjobs.items():
+        assert 2.3 <= _peak_trough(j, 13.0) <= 3.5, s
+
+
+# --- M/M/s (waiting-policy paper 000 §3) -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def mday():
+    return mms.generate(seed=3)  # lam = 0.2, mu = 0.002: ~17k jobs
+
+
+def test_mms_interarrival_mean(mday):
+    # Mean inter-arrival 1/lam = 5 s; with n ~ 17k the sd of the mean is ~0.04 s.
+    gaps = np.diff(mday.frame["submit_s"].to_numpy())
+    assert gaps.mean() == pytest.approx(5.0, rel=0.04)
+    assert abs(len(mday) - 17_280) < 5 * np.sqrt(17_280)
+
+
+def test_mms_service_mean_and_cv(mday):
+    # Mean service 1/mu = 500 s (sd of the mean ~3.8 s); exponential, so CV = 1 (sd of the
+    # estimate ~0.01).
+    rt = mday.frame["runtime_s"].to_numpy()
+    assert rt.mean() == pytest.approx(500.0, rel=0.04)
+    assert rt.std() / rt.mean() == pytest.approx(1.0, abs=0.05)
+
+
+def test_mms_tasks_identical_and_single(mday):
+    f = mday.frame
+    assert (f["task_id"] == 0).all() and f["job_id"].is_unique
+    assert set(f["cpu"]) == {2.0} and set(f["mem_gib"]) == {8.0}
+
+
+def test_mms_parameters_are_used():
+    t = mms.generate(hours=2, seed=1, scale=2, lam=1.0, mu=0.01, cpu=4, mem=16)
+    n = len(t)
+    assert abs(n - 14_400) < 5 * np.sqrt(14_400)  # rate lam*scale = 2/s over 7200 s
+    assert t.frame["runtime_s"].mean() == pytest.approx(100.0, rel=0.06)  # sd ~0.8%
+    assert set(t.frame["cpu"]) == {4.0} and set(t.frame["mem_gib"]) == {16.0}
+    assert t.meta["offered_load"] == pytest.approx(200.0)
+
+
+# --- determinism, windows, names ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(synthetic.GENERATORS))
+def test_same_seed_same_trace_other_seed_differs(name):
+    a = synthetic.generate(name, hours=3, seed=7)
+    b = synthetic.generate(name, hours=3, seed=7)
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+    c = synthetic.generate(name, hours=3, seed=8)
+    assert len(a) != len(c) or not a.frame.equals(c.frame)
+
+
+@pytest.mark.parametrize("name", sorted(synthetic.GENERATORS))
+def test_window_respects_start_and_hours(name):
+    t = synthetic.generate(name, hours=2, start_s=DAY + 3600, seed=2)
+    sub = t.frame["submit_s"]
+    assert len(t) > 0
+    assert sub.min() >= DAY + 3600 and sub.max() < DAY + 3 * 3600
+
+
+@pytest.mark.parametrize("name", sorted(synthetic.GENERATORS))
+def test_a_window_without_jobs_is_an_empty_trace(name):
+    t = synthetic.generate(name, hours=0.001, scale=0.01)
+    assert len(t) == 0 and list(t.frame.columns)[:2] == ["job_id", "task_id"]
+
+
+def test_program_catalog_does_not_depend_on_window_length():
+    # The catalog has its own random stream: a program run in both a 6 h and a 24 h trace
+    # has the same owner, request and priority in both.
+    key = ["job_name", "user", "cpu", "mem_gib", "priority"]
+
+    def programs(hours):
+        f = google.generate(hours=hours, seed=5).frame
+        return f.loc[~f["job_name"].str.contains("adhoc"), key].drop_duplicates()
+
+    short, long = programs(6), programs(24)
+    both = short.merge(long, on="job_name", suffixes=("", "_24"))
+    assert len(both) >= 0.5 * len(short)
+    for col in key[1:]:
+        assert (both[col] == both[col + "_24"]).all(), col
+
+
+def test_name_meta_and_spec_round_trip():
+    t = synthetic.generate("google", scale="0.5", hours="6")
+    assert t.name == "synthetic:google?scale=0.5&seed=0&hours=6"
+    assert t.meta["generator"] == "google"
+    assert t.meta["params"] == {"hours": 6.0, "seed": 0, "scale": 0.5, "start_s": 0.0}
+    assert synthetic.generate("google").name == "synthetic:google?scale=1&seed=0&hours=24"
+    again = synthetic.from_spec(t.name)
+    pd.testing.assert_frame_equal(t.frame, again.frame)
+    m = synthetic.from_spec("synthetic:mms?hours=1&lam=0.5")
+    assert m.name == "synthetic:mms?scale=1&seed=0&hours=1&lam=0.5"
+    assert m.meta["params"]["lam"] == 0.5
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+def test_unknown_generator_names_the_known_ones():
+    with pytest.raises(ConfigError, match="google.*mms.*twosigma"):
+        synthetic.generate("alibaba")
+
+
+@pytest.mark.parametrize(("params", "key"), [
+    ({"scale": -1}, "scale"),
+    ({"scale": 0}, "scale"),
+    ({"hours": 0}, "hours"),
+    ({"hours": "-2"}, "hours"),
+    ({"hours": "nan"}, "hours"),
+    ({"scale": "big"}, "scale"),
+    ({"seed": "1.5"}, "seed"),
+    ({"seed": -3}, "seed"),
+    ({"start_s": -1}, "start_s"),
+    ({"hourz": 3}, "hourz"),
+    ({"lam": 1}, "lam"),  # only mms has lam
+])
+def test_bad_parameters_name_the_parameter(params, key):
+    with pytest.raises(ConfigError, match=key):
+        synthetic.generate("google", **params)
+
+
+@pytest.mark.parametrize(("params", "key"), [
+    ({"lam": 0}, "lam"), ({"mu": "-1"}, "mu"), ({"cpu": 65}, "cpu"), ({"mem": 300}, "mem"),
+])
+def test_bad_mms_parameters(params, key):
+    with pytest.raises(ConfigError, match=key):
+        synthetic.generate("mms", **params)
+    with pytest.raises(ConfigError, match="both"):
+        synthetic.generate("mms", cpu=0, mem=0)
+
+
+def test_bad_specs():
+    with pytest.raises(ConfigError, match="twice"):
+        synthetic.from_spec("synthetic:google?scale=1&scale=2")
+    with pytest.raises(ConfigError, match="key=value"):
+        synthetic.from_spec("synthetic:google?scale")
+    with pytest.raises(ConfigError, match="known"):
+        synthetic.from_spec("synthetic:goggle?scale=1")
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def test_bounded_lognormal_stays_in_bounds_without_a_spike():
+    rng = np.random.default_rng(0)
+    x = common.bounded_lognormal(rng, 100.0, 2.0, 1.0, 1000.0, size=100_000)
+    assert x.min() >= 1.0 and x.max() <= 1000.0
+    assert np.mean(x == 1000.0) == 0 and np.mean(x == 1.0) == 0

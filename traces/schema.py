@@ -1,0 +1,179 @@
+"""The canonical trace: one row per task.
+
+| column     | type    | unit / meaning                                             |
+|------------|---------|------------------------------------------------------------|
+| job_id     | int64   | job identifier                                             |
+| task_id    | int64   | index of the task within its job; (job_id, task_id) unique |
+| submit_s   | float64 | submit time, seconds from the trace origin                 |
+| runtime_s  | float64 | true runtime in seconds, > 0                               |
+| cpu        | float64 | requested vCPU, >= 0                                       |
+| mem_gib    | float64 | requested memory in GiB, >= 0 (cpu + mem > 0)              |
+| user       | string  | submitting user                                            |
+| job_name   | string  | job name (logical program), for runtime estimation         |
+| priority   | int64   | scheduling priority (larger = more important)              |
+| deadline_s | float64 | optional: absolute deadline                                |
+| estimate_s | float64 | optional: the user's runtime estimate (e.g. SWF requested) |
+
+Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's global id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from stratus.errors import TraceError
+
+REQUIRED: dict[str, str] = {
+    "job_id": "int64",
+    "task_id": "int64",
+    "submit_s": "float64",
+    "runtime_s": "float64",
+    "cpu": "float64",
+    "mem_gib": "float64",
+    "user": "string",
+    "job_name": "string",
+    "priority": "int64",
+}
+OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64"}
+COLUMNS = {**REQUIRED, **OPTIONAL}
+SORT_KEY = ["submit_s", "job_id", "task_id"]
+MAX_REPORTED_ROWS = 5
+
+
+def _bad_rows(source: str, frame: pd.DataFrame, mask: np.ndarray, what: str) -> TraceError:
+    idx = np.flatnonzero(mask)
+    first = idx[:MAX_REPORTED_ROWS]
+    shown = []
+    for i in first:
+        row = frame.iloc[int(i)]
+        where = f"row {int(i)}"
+        if "job_id" in frame.columns and "task_id" in frame.columns:
+            where += f" (job {row['job_id']}, task {row['task_id']})"
+        shown.append(where)
+    more = f" and {idx.size - first.size} more" if idx.size > first.size else ""
+    return TraceError(f"{source}: {what} at {', '.join(shown)}{more}")
+
+
+def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
+    """Check and coerce a frame to the canonical schema; return it sorted and re-indexed.
+
+    Raises TraceError naming the source, the column and the first offending rows.
+    """
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise TraceError(f"{source}: missing required column(s) {', '.join(missing)}")
+    out = pd.DataFrame(index=frame.index)
+    for col, dtype in COLUMNS.items():
+        if col not in frame.columns:
+            continue
+        s = frame[col]
+        if s.isna().any():
+            raise _bad_rows(source, frame, s.isna().to_numpy(), f"column {col!r} is empty")
+        if dtype == "string":
+            out[col] = s.astype(str)
+            continue
+        num = pd.to_numeric(s, errors="coerce")
+        if num.isna().any():
+            raise _bad_rows(source, frame, num.isna().to_numpy(), f"column {col!r} is not a number")
+        arr = num.to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise _bad_rows(source, frame, ~np.isfinite(arr), f"column {col!r} is not finite")
+        if dtype == "int64":
+            if np.any(arr != np.round(arr)):
+                raise _bad_rows(source, frame, arr != np.round(arr), f"column {col!r} must be an integer")
+            out[col] = arr.astype(np.int64)
+        else:
+            out[col] = arr
+    checks = [
+        (out["runtime_s"].to_numpy() <= 0, "runtime_s must be > 0"),
+        (out["cpu"].to_numpy() < 0, "cpu must be >= 0"),
+        (out["mem_gib"].to_numpy() < 0, "mem_gib must be >= 0"),
+        ((out["cpu"].to_numpy() + out["mem_gib"].to_numpy()) <= 0, "a task must request some cpu or memory"),
+        (out["task_id"].to_numpy() < 0, "task_id must be >= 0"),
+    ]
+    for mask, what in checks:
+        if mask.any():
+            raise _bad_rows(source, frame, mask, what)
+    dup = out.duplicated(["job_id", "task_id"], keep="first").to_numpy()
+    if dup.any():
+        raise _bad_rows(source, frame, dup, "duplicate (job_id, task_id)")
+    out = out.sort_values(SORT_KEY, kind="stable").reset_index(drop=True)
+    return out
+
+
+class Trace:
+    """A validated, sorted canonical trace plus where it came from."""
+
+    def __init__(self, frame: pd.DataFrame, name: str = "trace", meta: Mapping | None = None,
+                 validated: bool = False) -> None:
+        self.frame = frame if validated else validate_frame(frame, name)
+        self.name = name
+        self.meta = dict(meta or {})
+
+    # --- size -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.frame)
+
+    @property
+    def n_jobs(self) -> int:
+        return int(self.frame["job_id"].nunique())
+
+    def column(self, name: str) -> np.ndarray:
+        return self.frame[name].to_numpy()
+
+    def has(self, name: str) -> bool:
+        return name in self.frame.columns
+
+    @property
+    def span_s(self) -> float:
+        """Seconds from the first submit to the last task's end if run at once."""
+        if not len(self):
+            return 0.0
+        sub = self.column("submit_s")
+        return float((sub + self.column("runtime_s")).max() - sub.min())
+
+    # --- slicing ----------------------------------------------------------------------
+    def window(self, start_s: float, end_s: float, inside: bool = True) -> Trace:
+        """Jobs submitted in [start_s, end_s); with ``inside`` only jobs whose every task
+        also ends by ``end_s`` (Stratus §4.2: no partial jobs)."""
+        f = self.frame
+        job_first = f.groupby("job_id")["submit_s"].transform("min")
+        keep = (job_first >= start_s) & (job_first < end_s)
+        if inside:
+            job_end = (f["submit_s"] + f["runtime_s"]).groupby(f["job_id"]).transform("max")
+            keep &= job_end <= end_s
+        sub = f[keep.to_numpy()].reset_index(drop=True)
+        meta = dict(self.meta, window=[start_s, end_s], window_inside=inside)
+        return Trace(sub, name=self.name, meta=meta, validated=True)
+
+    # --- storage ----------------------------------------------------------------------
+    def to_parquet(self, path: str | Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(self.frame, preserve_index=False)
+        md = dict(table.schema.metadata or {})
+        md[b"stratus.trace.name"] = self.name.encode()
+        pq.write_table(table.replace_schema_metadata(md), path)
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> Trace:
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except (OSError, ValueError) as exc:
+            raise TraceError(f"{path}: cannot read as Parquet: {exc}") from None
+        name = (table.schema.metadata or {}).get(b"stratus.trace.name", str(Path(path).name).encode())
+        return cls(table.to_pandas(), name=name.decode(), meta={"path": str(path)})
+
+    def __repr__(self) -> str:
+        return f"Trace({self.name!r}, tasks={self.n_tasks}, jobs={self.n_jobs})"
