@@ -20,6 +20,7 @@ Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,37 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
     return out
 
 
+@dataclass
+class LoadReport:
+    """What a loader read and what it left out, and why: nothing is dropped silently.
+
+    ``dropped`` counts rows (or jobs/tasks, as the reason says) by reason; ``notes`` are
+    changes made to kept rows (e.g. "runtime 0 raised to 1 s: 173 jobs").
+    """
+
+    source: str
+    rows_read: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        if n:
+            self.dropped[reason] = self.dropped.get(reason, 0) + int(n)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "rows_read": self.rows_read, "dropped": dict(self.dropped),
+                "notes": list(self.notes)}
+
+    def lines(self) -> list[str]:
+        out = [f"{self.source}: read {self.rows_read:,} rows"]
+        out += [f"  dropped {n:,}: {why}" for why, n in self.dropped.items()]
+        out += [f"  note: {x}" for x in self.notes]
+        return out
+
+
 class Trace:
     """A validated, sorted canonical trace plus where it came from."""
 
@@ -177,3 +209,38 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, tasks={self.n_tasks}, jobs={self.n_jobs})"
+
+
+def oversized_mask(trace: Trace, catalog) -> np.ndarray:
+    """Rows whose request fits no instance type of ``catalog`` (in integer units)."""
+    from stratus.resources import SCALE
+
+    cpu = np.ceil(trace.column("cpu") * SCALE[0] - 1e-6)
+    mem = np.ceil(trace.column("mem_gib") * SCALE[1] - 1e-6)
+    fits_any = np.zeros(len(trace), dtype=bool)
+    for t in catalog:
+        fits_any |= (cpu <= t.capacity[0]) & (mem <= t.capacity[1])
+    return ~fits_any
+
+
+def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
+    """Refuse (TraceError naming the first rows) or, with ``drop``, remove the jobs that have
+    a task larger than every type in ``catalog``, recording the count in the load report."""
+    bad = oversized_mask(trace, catalog)
+    if not bad.any():
+        return trace
+    if not drop:
+        err = _bad_rows(trace.name, trace.frame, bad,
+                        f"task larger than every {catalog.name} instance type "
+                        f"(largest {catalog.types[-1].name}); pass --drop-oversized to drop such jobs")
+        raise err
+    f = trace.frame
+    bad_jobs = np.unique(f["job_id"].to_numpy()[bad])
+    keep = ~f["job_id"].isin(bad_jobs).to_numpy()
+    report = dict(trace.meta.get("load_report") or {"source": trace.name, "rows_read": len(f),
+                                                     "dropped": {}, "notes": []})
+    dropped = dict(report.get("dropped", {}))
+    dropped[f"jobs with a task larger than every {catalog.name} type"] = int(bad_jobs.size)
+    report["dropped"] = dropped
+    meta = dict(trace.meta, load_report=report)
+    return Trace(f[keep].reset_index(drop=True), name=trace.name, meta=meta, validated=True)

@@ -56,14 +56,12 @@ def _guess_format(path: Path) -> str:
     name = path.name.lower()
     if name.endswith(".parquet"):
         return "canonical"
+    if name.endswith((".swf", ".swf.gz")):
+        return "swf"
     raise ConfigError(f"{path}: cannot tell the trace format from the name; pass --format")
 
 
 def _load_file(path: Path, fmt: str) -> Trace:
-    from traces.loaders import LOADERS
+    from traces.loaders import load_file
 
-    try:
-        loader = LOADERS[fmt]
-    except KeyError:
-        raise ConfigError(f"unknown trace format {fmt!r}; known: {', '.join(LOADERS)}") from None
-    return loader(path)
+    return load_file(path, fmt)
