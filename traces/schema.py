@@ -13,6 +13,7 @@
 | priority   | int64   | scheduling priority (larger = more important)              |
 | deadline_s | float64 | optional: absolute deadline                                |
 | estimate_s | float64 | optional: the user's runtime estimate (e.g. SWF requested) |
+| queue      | string  | optional: the queue or partition the job was submitted to  |
 
 Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's global id.
 """
@@ -39,7 +40,7 @@ REQUIRED: dict[str, str] = {
     "job_name": "string",
     "priority": "int64",
 }
-OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64"}
+OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64", "queue": "string"}
 COLUMNS = {**REQUIRED, **OPTIONAL}
 SORT_KEY = ["submit_s", "job_id", "task_id"]
 MAX_REPORTED_ROWS = 5
