@@ -7,16 +7,15 @@ from collections.abc import Sequence
 
 from pricing.catalog import InstanceType
 from stratus.compose import Plan
-from stratus.errors import DecisionError
 from stratus.model import Task
 from stratus.resources import fits
 from stratus.view import ClusterView
 
 
-def cheapest_fitting(view: ClusterView, market: str | None = None) -> list[tuple[float, InstanceType]]:
-    """Catalog types by current price, cheapest first (ties: smaller type first)."""
-    return sorted(((view.price(t, market), i, t) for i, t in enumerate(view.catalog)),
-                  key=lambda x: (x[0], x[1]))
+def by_price(view: ClusterView) -> list[InstanceType]:
+    """Acquirable types by current price, cheapest first (ties: smaller type first)."""
+    types = view.acquirable_types()
+    return [t for _, _, t in sorted((view.price(t), i, t) for i, t in enumerate(types))]
 
 
 class CheapestPerTask:
@@ -25,16 +24,11 @@ class CheapestPerTask:
     name = "cheapest-per-task"
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
-        by_price = [t for _, _, t in cheapest_fitting(view)]
-        cache: dict[tuple, InstanceType] = {}
+        types = by_price(view)
+        cache: dict[tuple, InstanceType | None] = {}
         for task in tasks:
-            itype = cache.get(task.req)
-            if itype is None:
-                for cand in by_price:
-                    if fits(task.req, cand.capacity):
-                        itype = cand
-                        break
-                else:
-                    raise DecisionError(f"{task!r} fits no instance type")
-                cache[task.req] = itype
-            plan.acquire(itype, (task,))
+            if task.req not in cache:
+                cache[task.req] = next((t for t in types if fits(task.req, t.capacity)), None)
+            itype = cache[task.req]
+            if itype is not None:  # else every type it fits is above its bid: wait
+                plan.acquire(itype, (task,))

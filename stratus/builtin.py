@@ -19,3 +19,30 @@ def first_fit() -> ComposedScheduler:
     from packers.first_fit import FirstFit
 
     return ComposedScheduler("first-fit", scaler=CheapestPerTask(), packer=FirstFit())
+
+
+def _stratus(name: str, clearing: bool) -> ComposedScheduler:
+    from packers.binning import RuntimeBinPacker
+    from scalers.clearing import InstanceClearing
+    from scalers.cost_efficiency import CostEfficiencyScaler
+
+    packer = RuntimeBinPacker()
+    return ComposedScheduler(name, scaler=CostEfficiencyScaler(), packer=packer,
+                             migrator=InstanceClearing(packer) if clearing else None)
+
+
+@register("stratus", "Stratus (SoCC'18): runtime binning, cost-efficiency scale-out, instance "
+          "clearing; JVuPredict-like history estimates", estimator="history")
+def stratus() -> ComposedScheduler:
+    return _stratus("stratus", clearing=True)
+
+
+@register("stratus-noclear", "Stratus without instance clearing (§5.2 side note, §5.4.2)",
+          estimator="history")
+def stratus_noclear() -> ComposedScheduler:
+    return _stratus("stratus-noclear", clearing=False)
+
+
+@register("stratus-oracle", "Stratus with perfect runtime knowledge (§5.4.1)", estimator="oracle")
+def stratus_oracle() -> ComposedScheduler:
+    return _stratus("stratus-oracle", clearing=True)

@@ -17,9 +17,17 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=float, help="window start, seconds from the trace origin")
     p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up and estimator")
     p.add_argument("--tick", type=float, default=60.0, help="scheduling interval in seconds (60)")
-    p.add_argument("--market", default=None, help="market for acquisitions: on-demand (default)")
+    p.add_argument("--market", default="spot",
+                   help="market for acquisitions: spot (default; bid = on-demand) or on-demand")
+    p.add_argument("--spot-prices", metavar="FILE",
+                   help="AWS spot price history (JSON, CSV/TSV, text); default: bundled m4 trace")
+    p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
+    p.add_argument("--spot-start", type=float, default=0.0,
+                   help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--estimator", default=None,
                    help="runtime estimator: oracle, noisy:H (default: the scheduler's, else oracle)")
+    p.add_argument("--warmup-hours", type=float, default=24.0,
+                   help="history a learning estimator trains on before the window (24)")
     p.add_argument("--catalog", default="m4", help="instance family: m4 (default) or m5")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
     p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
@@ -37,6 +45,15 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
+    p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
+    p.add_argument("--trace", required=True)
+    p.add_argument("--format", dest="fmt")
+    p.add_argument("--hours", type=float)
+    p.add_argument("--start", type=float)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--estimator", default="history", help="oracle, noisy:H or history (default)")
+    p.add_argument("--warmup-hours", type=float, default=24.0)
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("schedulers", help="list the registered schedulers")
     p.add_argument("--json", action="store_true")
     return ap
@@ -62,10 +79,9 @@ def _config(args, scheduler_name: str, label: str):
         seed=args.seed, catalog=get_catalog(args.catalog),
         estimator=args.estimator or spec.estimator or "oracle",
     )
-    if args.market:
-        from stratus.markets import configure_market
+    from stratus.markets import configure_market
 
-        configure_market(cfg, args.market)
+    configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
     if not args.no_progress and ProgressBar.wanted():
         cfg.progress = ProgressBar(label)
     return spec, cfg
@@ -77,10 +93,30 @@ def _load(args):
     return load_trace(args.trace, fmt=args.fmt, hours=args.hours, start=args.start, seed=args.seed)
 
 
+_HISTORY: dict = {}
+
+
+def _history(args):
+    """The warm-up jobs for learning estimators, loaded once per command."""
+    if "h" not in _HISTORY:
+        from traces.spec import load_history
+
+        _HISTORY["h"] = load_history(args.trace, fmt=args.fmt, start=args.start,
+                                     hours=args.warmup_hours, seed=args.seed)
+    return _HISTORY["h"]
+
+
 def _run_one(trace, args, name: str):
     from stratus.engine import Engine
+    from stratus.estimators import make_estimator
 
     spec, cfg = _config(args, name, name)
+    est = make_estimator(cfg.estimator, cfg.seed)
+    if est.learns_online and args.warmup_hours > 0:
+        hist = _history(args)
+        if hist is not None:
+            est.fit(hist)
+    cfg.estimator = est
     return Engine(trace, spec.factory(), cfg).run()
 
 
@@ -120,6 +156,36 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_estimate(args) -> int:
+    """Jobs in time order: predicted at submit, learned from at their end (no scheduling)."""
+    from stratus.estimators import error_distribution, make_estimator, online_pass
+
+    trace = _load(args)
+    est = make_estimator(args.estimator, args.seed)
+    est.bind(trace)
+    if est.learns_online and args.warmup_hours > 0:
+        hist = _history(args)
+        if hist is not None:
+            est.fit(hist)
+    out = {"trace": trace.name, "estimator": est.name,
+           "warmup_jobs": getattr(est, "warmup_jobs", 0),
+           **error_distribution(online_pass(est, trace.frame))}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        from stratus.report import table
+
+        pct = out.get("relative_error_percentiles", {})
+        rows = [("trace", out["trace"]), ("estimator", out["estimator"]),
+                ("jobs (warm-up jobs)", f"{out['jobs']:,} ({out['warmup_jobs']:,})")]
+        rows += [(f"relative error {k}", f"{v:+.3f}") for k, v in pct.items()]
+        rows += [(k.replace("_", " "), out[k]) for k in ("within_10pct", "within_factor_2",
+                                                         "median_abs_log_ratio", "under_estimates")
+                 if k in out]
+        print(table(("metric", "value"), rows, align_left=2))
+    return 0
+
+
 def cmd_schedulers(args) -> int:
     from stratus.registry import get_spec, scheduler_names
 
@@ -136,11 +202,13 @@ def cmd_schedulers(args) -> int:
     return 0
 
 
-COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "schedulers": cmd_schedulers}
+COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "estimate": cmd_estimate,
+            "schedulers": cmd_schedulers}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    _HISTORY.clear()
     try:
         return COMMANDS[args.cmd](args)
     except StratusError as exc:

@@ -59,7 +59,7 @@ class ReplayConfig:
     tick_s: float = 60.0
     spinup_s: tuple[float, float] = (30.0, 160.0)  # Stratus §4.1
     migration_mbps: float = 160.0  # Stratus §4.1 (HotSpot's measured rate)
-    market: str = ON_DEMAND
+    market: str = SPOT  # Stratus §3.3/§4.1: spot instances, bid = on-demand price
     markets: tuple[str, ...] | None = None  # markets acquisitions may use; default (market,)
     seed: int = 0
     catalog: Catalog = M4
@@ -67,7 +67,7 @@ class ReplayConfig:
     estimator: str | Estimator = "oracle"
     readjust: bool = True  # Stratus §3.4 heuristic 1
     record: bool = False  # keep per-interval logs for invariant checks
-    max_idle_ticks: int = 100_000  # stall guard: tasks pending while nothing else happens
+    max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -88,7 +88,11 @@ class Engine:
         self.cfg = cfg
         self.trace = trace
         self.scheduler = scheduler
-        self.prices = cfg.prices or PriceBook.on_demand(cfg.catalog)
+        if cfg.prices is None:
+            from stratus.markets import configure_market
+
+            configure_market(cfg, cfg.market)
+        self.prices = cfg.prices
         if self.prices.catalog is not cfg.catalog:
             cfg.catalog = self.prices.catalog
         self.markets = tuple(cfg.markets or (cfg.market,))
@@ -151,6 +155,7 @@ class Engine:
         self.finish = [math.nan] * n
         self.n_migrations = [0] * n
         self.mig_dest: dict[int, Instance] = {}  # queued or in-flight migrations
+        self._transfer: dict[int, tuple[float, int]] = {}  # in flight: (planned end, log index)
 
         self.pending: list[Task] = []
         self.alive: dict[int, Instance] = {}
@@ -163,6 +168,7 @@ class Engine:
         self.n_done = 0
         self.migrations = 0
         self.migration_seconds = 0.0
+        self.aborted_migrations = 0
         self.revocations = 0
         self.tasks_revoked = 0
         self.ticks = 0
@@ -271,8 +277,18 @@ class Engine:
         self.migration_seconds += dur
         self.n_migrations[tid] += 1
         self._push(t + dur, EV_MIGRATED, tid, self.epoch[tid])
+        self._transfer[tid] = (t + dur, len(self.mig_log) if self.mig_log is not None else -1)
         if self.mig_log is not None:
             self.mig_log.append((tid, self.loc[tid].iid, self.mig_dest[tid].iid, t, t + dur))
+
+    def _abort_transfer(self, tid: int, t: float) -> None:
+        """A transfer cut short at ``t`` (an end was revoked): count only the time it took."""
+        end, k = self._transfer.pop(tid)
+        self.migration_seconds -= end - t
+        self.aborted_migrations += 1
+        if k >= 0:
+            rec = self.mig_log[k]
+            self.mig_log[k] = (*rec[:4], t)
 
     def _on_finish(self, tid: int, epoch: int, t: float) -> None:
         if epoch != self.epoch[tid]:
@@ -304,6 +320,7 @@ class Engine:
         task = self.tasks[tid]
         src = self.loc[tid]
         dst = self.mig_dest.pop(tid)
+        del self._transfer[tid]
         self._unhold(src, task, t)
         self.loc[tid] = dst
         self._start(task, t)
@@ -348,12 +365,15 @@ class Engine:
             if self.loc[tid] is not inst:  # reserved here as a migration target
                 del self.mig_dest[tid]
                 self._unhold(inst, task, t)
-                if self.state[tid] == MIGRATING:
+                if self.state[tid] == MIGRATING:  # in flight to here: resume at the source
+                    self._abort_transfer(tid, t)
                     self.epoch[tid] += 1
                     self._start(task, t)
                 continue
             if dest is not None:  # a migration away from here (queued or in flight) is void
                 del self.mig_dest[tid]
+                if self.state[tid] == MIGRATING:
+                    self._abort_transfer(tid, t)
                 self._unhold(dest, task, t)
                 self._maybe_release(dest, t)
             if self.state[tid] == RUNNING:
@@ -526,12 +546,10 @@ class Engine:
         idle_ticks = 0
         progress = cfg.progress
         n = self.n
-        events = 0  # non-tick events since the last tick, for the stall guard
+        done_at_tick = 0  # tasks finished as of the last tick, for the stall guard
         while heap:
             t, kind, _, a, b = heappop(heap)
             self.now = t
-            if kind != EV_TICK:
-                events += 1
             if kind == EV_FINISH:
                 self._on_finish(a, b, t)
             elif kind == EV_TICK:
@@ -543,15 +561,18 @@ class Engine:
                         self._apply(dec)
                 if self.n_done == n and all(not i._tasks for i in self.alive.values()):
                     break
-                if self.pending and not events and self._next_arrival >= n:
+                # a scheduler that never places, or a market that revokes everything it
+                # gets, would tick forever: give up when no task has finished for too long
+                if self.n_done == done_at_tick:
                     idle_ticks += 1
                     if idle_ticks > cfg.max_idle_ticks:
                         raise StratusError(
-                            f"scheduler {getattr(self.scheduler, 'name', '?')!r} left {len(self.pending)} "
-                            f"task(s) pending for {idle_ticks} ticks while nothing else happened")
+                            f"scheduler {getattr(self.scheduler, 'name', '?')!r}: no task finished "
+                            f"for {idle_ticks} ticks ({len(self.pending)} pending, "
+                            f"{n - self.n_done} unfinished); raise max_idle_ticks for longer tasks")
                 else:
                     idle_ticks = 0
-                events = 0
+                done_at_tick = self.n_done
                 if progress is not None:
                     progress(t, self.n_done, n)
                 self._push(self._next_tick_after(t), EV_TICK)

@@ -75,6 +75,65 @@ class NoisyEstimator(Estimator):
         return [max(t.runtime * float(f[t.tid]), MIN_ESTIMATE_S) for t in tasks]
 
 
+def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
+    """(submit, end if run at once, tasks) per job of a canonical frame, by submit time."""
+    from stratus.resources import to_units
+
+    out: dict[int, tuple[float, float, list[Task]]] = {}
+    cols = zip(range(len(frame)), frame["job_id"].tolist(), frame["task_id"].tolist(),
+               frame["submit_s"].tolist(), frame["runtime_s"].tolist(), frame["cpu"].tolist(),
+               frame["mem_gib"].tolist(), frame["user"].tolist(), frame["job_name"].tolist(),
+               frame["priority"].tolist())
+    for tid, job, idx, sub, rt, cpu, mem, user, name, prio in cols:
+        t = Task(tid, job, idx, sub, rt, to_units(cpu, mem), str(user), str(name), prio)
+        rec = out.get(job)
+        if rec is None:
+            out[job] = (sub, sub + rt, [t])
+        else:
+            rec[2].append(t)
+            out[job] = (min(rec[0], sub), max(rec[1], sub + rt), rec[2])
+    return sorted(out.values(), key=lambda r: r[0])
+
+
+def online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
+    """Feed ``frame``'s jobs to ``est`` in time order: predicted when submitted, learned
+    from when their last task ends (as if run at once). Returns (mean predicted, mean
+    actual) task runtime per job, the quantity Stratus's modified JVuPredict estimates (§3.4)."""
+    jobs = trace_jobs(frame)
+    events = sorted([(sub, 1, i) for i, (sub, _, _) in enumerate(jobs)]
+                    + [(end, 0, i) for i, (_, end, _) in enumerate(jobs)])  # ends first at ties
+    pred: dict[int, float] = {}
+    out = []
+    for t, is_submit, i in events:
+        tasks = jobs[i][2]
+        if is_submit:
+            p = est.predict(tasks)
+            pred[i] = sum(p) / len(p)
+        else:
+            out.append((pred.pop(i), sum(x.runtime for x in tasks) / len(tasks)))
+            if est.learns_online:
+                est.observe(tasks, t)
+    return out
+
+
+def error_distribution(pairs) -> dict:
+    """Relative error (estimate - actual) / actual over jobs (cf. Stratus Fig. 3b)."""
+    if not len(pairs):
+        return {"jobs": 0}
+    est, act = np.asarray(pairs, dtype=np.float64).T
+    rel = (est - act) / act
+    ratio = np.abs(np.log(est / act))
+    return {
+        "jobs": int(rel.size),
+        "relative_error_percentiles": {f"p{q}": round(float(np.percentile(rel, q)), 4)
+                                       for q in (5, 25, 50, 75, 95)},
+        "within_10pct": round(float(np.mean(np.abs(rel) <= 0.10)), 4),
+        "within_factor_2": round(float(np.mean(ratio <= np.log(2))), 4),
+        "median_abs_log_ratio": round(float(np.median(ratio)), 4),
+        "under_estimates": round(float(np.mean(rel < 0)), 4),
+    }
+
+
 def remaining_estimate(estimate: float, elapsed: float, readjust: bool = True) -> float:
     """Estimated seconds left for a task predicted to run ``estimate`` s that has run
     ``elapsed`` s. With ``readjust``, a task that has outlived its estimate is assumed
@@ -86,9 +145,18 @@ def remaining_estimate(estimate: float, elapsed: float, readjust: bool = True) -
     return elapsed if readjust else 0.0
 
 
+def _history(arg: str | None, seed: int) -> Estimator:
+    from stratus.history import HistoryEstimator  # imports this module
+
+    if arg:
+        raise ConfigError(f"history estimator takes no argument, got {arg!r}")
+    return HistoryEstimator()
+
+
 ESTIMATORS: dict[str, Callable[..., Estimator]] = {
     "oracle": lambda arg, seed: OracleEstimator(),
     "noisy": lambda arg, seed: NoisyEstimator(_parse_h(arg), seed),
+    "history": _history,
 }
 
 
@@ -109,6 +177,8 @@ def make_estimator(spec: str | Estimator, seed: int = 0) -> Estimator:
     """``oracle``, ``noisy:H`` or another registered name (``name[:arg]``)."""
     if isinstance(spec, Estimator):
         return spec
+    if not isinstance(spec, str):
+        raise ConfigError(f"an estimator is a name or an Estimator instance, got {spec!r}")
     name, _, arg = spec.partition(":")
     try:
         factory = ESTIMATORS[name]

@@ -10,13 +10,16 @@ from pricing.catalog import Catalog
 from pricing.prices import PriceBook
 
 
-def cheapest_unit_prices(prices: PriceBook, catalog: Catalog, markets: Iterable[str]
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def cheapest_unit_prices(prices: PriceBook, catalog: Catalog, markets: Iterable[str],
+                         t0: float = -np.inf, t1: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
     """rho_d(t): the cheapest $/h per resource unit of dimension d over every allowed
-    (type, market), as a step function: (change times [K], prices per unit [K, D])."""
+    (type, market), as a step function on [t0, t1]: (change times [K], prices per unit [K, D])."""
     series = [(prices.series(t.name, m), np.asarray(t.capacity, dtype=np.float64))
               for t in catalog for m in markets if prices.has(t.name, m)]
-    times = np.unique(np.concatenate([s.times for s, _ in series]))
+    # only the changes inside the window matter, plus the price in force at its start
+    times = np.unique(np.concatenate(
+        [[max(t0, float(s.times[0]))] if np.isfinite(t0) else s.times[:1] for s, _ in series]
+        + [s.times[(s.times > t0) & (s.times <= t1)] for s, _ in series]))
     dims = len(catalog.types[0].capacity)
     rho = np.full((times.size, dims), np.inf)
     for s, cap in series:

@@ -84,7 +84,9 @@ class ReplayResult:
         seg_tid = np.asarray(e.seg_tid, dtype=np.int64)
         reqs = np.asarray(e._req, dtype=np.int64).reshape(-1, dims)[seg_tid] if seg_tid.size else \
             np.zeros((0, dims), dtype=np.int64)
-        rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets)
+        t0 = min(e.seg_start, default=0.0)
+        t1 = max(e.seg_end, default=0.0)
+        rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets, t0, t1)
         lower = fluid_lower_bound(np.asarray(e.seg_start), np.asarray(e.seg_end), reqs, rho_t, rho)
 
         est = e.estimator
@@ -104,6 +106,7 @@ class ReplayResult:
             "instances_acquired": len(insts),
             "migrations": e.migrations,
             "migration_seconds": _r(e.migration_seconds, 3),
+            "migrations_aborted": e.aborted_migrations,
             "revocations": e.revocations,
             "tasks_revoked": e.tasks_revoked,
             "cost_by_type": {k: _r(v) for k, v in sorted(cost_by_type.items())},
@@ -116,6 +119,11 @@ class ReplayResult:
             "simulated_hours": _r((e.now - (e._submit_list[0] if e.n else 0.0)) / 3600.0, 4),
             "wall_seconds": _r(wall_seconds, 3),
         }
+        if hasattr(est, "error_summary"):
+            err = est.error_summary()
+            summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
+            summary["estimator_error"] = {k: err[k] for k in ("jobs", "median_abs_log_ratio",
+                                                              "within_factor_2") if k in err}
         extra = getattr(e.scheduler, "stats", None)
         if callable(extra):
             summary.update(extra())
@@ -123,5 +131,5 @@ class ReplayResult:
         if e.holds is not None:
             audit = {"holds": e.holds, "migrations": e.mig_log,
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
-                     "instances": {i.iid: i for i in insts}, "req": e._req}
+                     "instances": {i.iid: i for i in insts}, "req": e._req, "prices": e.prices}
         return cls(summary, instances, tasks, jobs, audit)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pricing.catalog import Catalog, InstanceType
+from pricing.prices import ON_DEMAND, SPOT
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 
@@ -111,3 +112,17 @@ class ClusterView:
         """Current $/h of a type in a market (default: the replay's market)."""
         name = itype if isinstance(itype, str) else itype.name
         return self._e.current_price[(name, market or self._e.cfg.market)]
+
+    def bid(self, itype: InstanceType) -> float:
+        """The default spot bid: the type's on-demand price (Stratus §3.3)."""
+        return self._e.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
+
+    def acquirable_types(self) -> list[InstanceType]:
+        """Types worth acquiring now in the replay's market: on spot, those whose price is
+        not above the bid (a spot instance bid below the price is revoked at once)."""
+        e = self._e
+        if e.cfg.market != SPOT:
+            return list(e.cfg.catalog)
+        cp = e.current_price
+        return [t for t in e.cfg.catalog
+                if cp[(t.name, SPOT)] <= cp.get((t.name, ON_DEMAND), t.ondemand_hourly)]

@@ -14,9 +14,11 @@ from stratus.resources import fits
 class ChaosScheduler:
     name = "chaos"
 
-    def __init__(self, seed: int = 0, migrate_p: float = 0.2) -> None:
+    def __init__(self, seed: int = 0, migrate_p: float = 0.2, max_moves: int = 2) -> None:
         self.rng = random.Random(seed)
         self.migrate_p = migrate_p
+        self.max_moves = max_moves  # per task: big tasks take hours to move at 160 Mbit/s
+        self.moves: dict[int, int] = {}
 
     def schedule(self, view):
         rng = self.rng
@@ -50,7 +52,9 @@ class ChaosScheduler:
                 idle.append(inst)
             for task in list(inst.tasks.values()):
                 if (view.location(task) is inst and view.state(task) == RUNNING
-                        and not view.is_migrating(task) and rng.random() < self.migrate_p):
+                        and not view.is_migrating(task) and rng.random() < self.migrate_p
+                        and self.moves.get(task.tid, 0) < self.max_moves):
+                    self.moves[task.tid] = self.moves.get(task.tid, 0) + 1
                     dests = [d for d in insts if d is not inst and plan.fits(task, d)]
                     if dests and rng.random() < 0.7:
                         plan.migrate(task, rng.choice(dests))

@@ -7,6 +7,7 @@ totals, so a bookkeeping bug in the engine shows up as a disagreement.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import defaultdict
 
 import numpy as np
@@ -15,23 +16,27 @@ from pricing.prices import PriceBook
 
 
 def step_integral(times, prices, t0: float, t1: float) -> float:
-    """$ for one instance over [t0, t1] of a step price, by walking the steps (no numpy)."""
-    times, prices = list(times), list(prices)
+    """$ for one instance over [t0, t1] of a step price, walking the steps one by one in
+    plain Python (independent of the engine's cumulative-sum integral)."""
+    times, prices = times.tolist(), prices.tolist()
+    i = max(bisect_right(times, t0) - 1, 0)  # the step in force at t0
+    total, t = 0.0, t0
+    while t < t1:
+        nxt = times[i + 1] if i + 1 < len(times) else t1
+        end = min(max(nxt, t), t1)
+        total += prices[i] * (end - t)
+        t = end
+        i += 1
+        if i >= len(times):
+            total += prices[-1] * (t1 - t)
+            break
+    return total / 3600.0
 
-    def price_at(t):
-        p = prices[0]
-        for x, q in zip(times, prices):
-            if x <= t:
-                p = q
-        return p
 
-    pts = [t0] + [x for x in times if t0 < x < t1] + [t1]
-    return sum(price_at(a) * (b - a) for a, b in zip(pts, pts[1:])) / 3600.0
-
-
-def check_invariants(trace, res, prices: PriceBook, rel: float = 1e-9) -> None:
+def check_invariants(trace, res, prices: PriceBook | None = None) -> None:
     a = res.audit
     assert a, "replay must be recorded (record=True)"
+    prices = prices or a["prices"]
     insts, req = a["instances"], a["req"]
     n = len(trace)
     runtime = trace.column("runtime_s")
@@ -68,6 +73,8 @@ def check_invariants(trace, res, prices: PriceBook, rel: float = 1e-9) -> None:
     for iid, tid, s, e in a["holds"]:
         holds_of[(tid, iid)].append((s, e))
     revoked = res.summary["tasks_revoked"] > 0
+    mig_total = sum(e - s for *_, s, e in a["migrations"])
+    assert math.isclose(res.summary["migration_seconds"], mig_total, rel_tol=1e-9, abs_tol=2e-3)
     for tid, iid, s, e in a["segments"]:
         progress[tid] += e - s
         inst = insts[iid]

@@ -15,7 +15,7 @@ from stratus.errors import ConfigError, DecisionError, StratusError
 
 
 def cfg(**kw):
-    base = dict(spinup_s=(40.0, 40.0), tick_s=60.0, record=True)
+    base = dict(spinup_s=(40.0, 40.0), tick_s=60.0, record=True, market="on-demand")
     base.update(kw)
     return ReplayConfig(**base)
 
@@ -170,7 +170,7 @@ def test_scheduler_that_never_places_is_reported():
         def schedule(self, view):
             return Decisions()
 
-    with pytest.raises(StratusError, match="left 1 task"):
+    with pytest.raises(StratusError, match="no task finished"):
         replay(tr, Lazy(), cfg(max_idle_ticks=50))
 
 

@@ -10,8 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants, comparable
 
-from pricing.catalog import M4
-from pricing.prices import PriceBook
 from stratus.engine import Engine, ReplayConfig
 from stratus.registry import make_scheduler, scheduler_names
 
@@ -51,7 +49,7 @@ def run(trace, scheduler, conf, prices=None):
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_invariants(name, trace, conf):
     res = run(trace, make_scheduler(name), conf)
-    check_invariants(trace, res, PriceBook.on_demand(M4))
+    check_invariants(trace, res)
 
 
 @pytest.mark.parametrize("name", scheduler_names())
@@ -67,7 +65,7 @@ def test_registered_scheduler_is_deterministic(name, trace, conf):
 @given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000))
 def test_chaos_policy_invariants(trace, conf, policy_seed):
     res = run(trace, ChaosScheduler(policy_seed), conf)
-    check_invariants(trace, res, PriceBook.on_demand(M4))
+    check_invariants(trace, res)
 
 
 @settings(max_examples=25)

@@ -378,7 +378,7 @@ def test_unknown_generator_names_the_known_ones():
     ({"scale": "big"}, "scale"),
     ({"seed": "1.5"}, "seed"),
     ({"seed": -3}, "seed"),
-    ({"start_s": -1}, "start_s"),
+    ({"start_s": "nan"}, "start_s"),
     ({"hourz": 3}, "hourz"),
     ({"lam": 1}, "lam"),  # only mms has lam
 ])

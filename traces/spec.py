@@ -52,6 +52,32 @@ def load_trace(spec: str, fmt: str | None = None, hours: float | None = None,
     return trace
 
 
+def load_history(spec: str, fmt: str | None = None, start: float | None = None,
+                 hours: float = 24.0, seed: int | None = None) -> Trace | None:
+    """The jobs of the ``hours`` before a replay window that starts at ``start``: what a
+    history-based estimator may learn from before the replay (Stratus §3.4). Synthetic
+    traces generate the preceding hours (other jobs of the same programs); files give the
+    jobs that ran to completion before the window. None if there is nothing before it."""
+    if hours <= 0:
+        return None
+    if spec.startswith(SYNTHETIC):
+        from traces.synthetic import generate
+
+        name, params = parse_synthetic(spec)
+        begin = float(params.get("start_s", start if start is not None else 0.0))
+        params["start_s"] = str(begin - hours * 3600.0)
+        params["hours"] = str(hours)
+        if seed is not None:
+            params.setdefault("seed", str(seed))
+        return generate(name, **params)
+    path = Path(spec)
+    if start is None or not path.exists():
+        return None
+    full = _load_file(path, fmt or _guess_format(path))
+    hist = full.window(float(start) - hours * 3600.0, float(start), inside=True)
+    return hist if len(hist) else None
+
+
 def _guess_format(path: Path) -> str:
     name = path.name.lower()
     if name.endswith(".parquet"):

@@ -124,46 +124,71 @@ def expected_jobs(mean_rate: float, m: ProgramModel, start_s: float, duration_s:
     return float(mean_rate * (duration_s + amp * wave))
 
 
+DAY_ID_STRIDE = 10_000_000  # job ids: day * stride + index within the day
+
+
+def _day_jobs(m: ProgramModel, cat: Catalog, seed: int, day: int, mean_rate: float) -> dict:
+    """Every job submitted on ``day`` (trace time [day, day + 1) days), from a stream of its
+    own: a window is a slice of one endless trace, and the days before a replay are real
+    history for an estimator to learn from, never a copy of the replayed jobs."""
+    rng = np.random.default_rng([seed, 0x10B5, day + 2**31])
+    submit = c.diurnal_arrivals(rng, mean_rate, day * c.DAY_S, c.DAY_S, m.peak_to_trough,
+                                m.peak_hour)
+    n = submit.size
+    prog = rng.choice(cat.size, size=n, p=cat.prob)
+    attrs = {k: v[prog] for k, v in cat.attrs.items()}
+    adhoc = np.flatnonzero(rng.random(n) < m.adhoc_share)
+    one_off = _draw_programs(rng, m, rng.choice(len(m.classes), size=adhoc.size,
+                                                p=cat.class_shares), cat.n_users)
+    for k, v in one_off.items():
+        attrs[k][adhoc] = v
+    job_id = day * DAY_ID_STRIDE + np.arange(n, dtype=np.int64)
+    name_code = prog.astype(np.int64)
+    name_code[adhoc] = -1 - np.arange(adhoc.size)  # one-offs: named after their job id below
+    job_rt = c.bounded_lognormal(rng, attrs["runtime"], m.job_sigma, m.min_runtime_s,
+                                 c.MAX_RUNTIME_S)
+    task_rt = c.bounded_lognormal(rng, np.repeat(job_rt, attrs["ntasks"]), m.task_sigma,
+                                  m.min_runtime_s, c.MAX_RUNTIME_S)
+    return {"submit": submit, "job_id": job_id, "name_code": name_code, "adhoc_ids": job_id[adhoc],
+            "task_rt": task_rt, **attrs}
+
+
 def generate(m: ProgramModel, hours: float, seed: int, scale: float,
              start_s: float) -> tuple[pd.DataFrame, dict]:
     """The task frame of one window of the workload, and facts for the trace's meta."""
     c.check_common(hours, seed, scale, start_s)
-    rng_cat, rng_jobs = c.substreams(seed, 2)
+    rng_cat = c.substreams(seed, 2)[0]
     cat = Catalog(rng_cat, m, scale)
     duration = hours * 3600.0
+    end_s = start_s + duration
     mean_rate = m.tasks_per_day * scale / cat.mean_tasks_per_job / c.DAY_S
-    submit = c.diurnal_arrivals(rng_jobs, mean_rate, start_s, duration, m.peak_to_trough,
-                                m.peak_hour)
-    n = submit.size
-    prog = rng_jobs.choice(cat.size, size=n, p=cat.prob)
-    attrs = {k: v[prog] for k, v in cat.attrs.items()}
-    adhoc = np.flatnonzero(rng_jobs.random(n) < m.adhoc_share)
-    one_off = _draw_programs(rng_jobs, m,
-                             rng_jobs.choice(len(m.classes), size=adhoc.size,
-                                             p=cat.class_shares),
-                             cat.n_users)
-    for k, v in one_off.items():
-        attrs[k][adhoc] = v
-    name_code = prog.copy()
-    name_code[adhoc] = cat.size + np.arange(adhoc.size)
+    days = range(int(np.floor(start_s / c.DAY_S)), int(np.ceil(end_s / c.DAY_S)))
+    parts = [_day_jobs(m, cat, seed, d, mean_rate) for d in days]
+    job_keys = [k for k in parts[0] if k != "task_rt"]
+    jobs = {k: np.concatenate([p[k] for p in parts]) for k in job_keys}
+    task_rt = np.concatenate([p["task_rt"] for p in parts])
+    task_keep = np.repeat((jobs["submit"] >= start_s) & (jobs["submit"] < end_s), jobs["ntasks"])
+    keep = (jobs["submit"] >= start_s) & (jobs["submit"] < end_s)
+    jobs = {k: (v[keep] if v.shape == keep.shape else v) for k, v in jobs.items()}
+    task_rt = task_rt[task_keep]
+    adhoc_ids = np.sort(jobs.pop("adhoc_ids"))
+    adhoc_ids = adhoc_ids[np.isin(adhoc_ids, jobs["job_id"])]
+    code = jobs["name_code"]
+    is_adhoc = code < 0
+    code[is_adhoc] = cat.size + np.searchsorted(adhoc_ids, jobs["job_id"][is_adhoc])
     job_names = np.concatenate([c.numbered(f"{m.name}-p", np.arange(cat.size)),
-                                c.numbered(f"{m.name}-adhoc-", adhoc, 6)])
-    job_rt = c.bounded_lognormal(rng_jobs, attrs["runtime"], m.job_sigma, m.min_runtime_s,
-                                 c.MAX_RUNTIME_S)
-    ntasks = attrs["ntasks"]
-    task_rt = c.bounded_lognormal(rng_jobs, np.repeat(job_rt, ntasks), m.task_sigma,
-                                  m.min_runtime_s, c.MAX_RUNTIME_S)
+                                c.numbered(f"{m.name}-adhoc-", adhoc_ids, 6)])
     frame = c.expand_jobs(
         {
-            "job_id": np.arange(n, dtype=np.int64),
-            "submit_s": submit,
-            "cpu": attrs["cpu"],
-            "mem_gib": attrs["mem"],
-            "user": c.labels("u", attrs["user"]),
-            "job_name": pd.Categorical.from_codes(name_code, categories=job_names),
-            "priority": attrs["priority"],
+            "job_id": jobs["job_id"],
+            "submit_s": jobs["submit"],
+            "cpu": jobs["cpu"],
+            "mem_gib": jobs["mem"],
+            "user": c.labels("u", jobs["user"]),
+            "job_name": pd.Categorical.from_codes(code, categories=job_names),
+            "priority": jobs["priority"],
         },
-        ntasks,
+        jobs["ntasks"],
         {"runtime_s": task_rt},
     )
     meta = {

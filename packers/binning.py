@@ -1,0 +1,224 @@
+"""Stratus runtime binning (Chung et al., SoCC'18, §3.2).
+
+Bins have exponential bounds over *remaining* runtime: bin 0 is [0, 1) and bin i >= 1 is
+[2^(i-1), 2^i), in units of ``unit_s`` seconds. An instance sits in the bin of its
+longest remaining task. Tasks are placed longest first. For each task:
+
+* up-packing: the task's own bin, choosing the instance whose remaining runtime is
+  closest to the task's; then progressively greater bins, choosing the instance with the
+  most available resources;
+* down-packing: then progressively lesser bins, most available resources first; the
+  instance is promoted to the task's bin.
+
+"Most available resources" for a vector: ``min_d free_d / ref_d`` where ``ref`` is the
+capacity of the largest type in the catalog, ties broken by ``sum_d free_d / ref_d`` and
+then by instance id (docs/decisions.md). Dividing by a common reference makes dimensions
+comparable and keeps absolute room meaningful: a half-empty 64-vCPU instance has more
+room than an empty 2-vCPU one; the minimum is the room in the dimension that runs out first.
+
+Indexes: per bin, instances sorted by remaining runtime (for the closest-runtime search,
+which walks outward from a bisection point) and by availability (scanned from the top,
+stopping at the first instance that fits). Nothing scans every instance per task.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Sequence
+from math import frexp
+
+from stratus.compose import Plan
+from stratus.model import READY, Instance, Task
+from stratus.view import ClusterView
+
+
+def bin_of(seconds: float, unit_s: float = 1.0) -> int:
+    """Index of the runtime bin of a (remaining) runtime: 0 for [0, 1), i for [2^(i-1), 2^i)."""
+    x = seconds / unit_s
+    return frexp(x)[1] if x >= 1.0 else 0
+
+
+def availability(free: Sequence[int], ref: Sequence[int]) -> tuple[float, float]:
+    """Sort key for "most available resources": (min share of ``ref`` free, total share)."""
+    shares = [f / r for f, r in zip(free, ref)]
+    return (min(shares), sum(shares))
+
+
+class _Entry:
+    __slots__ = ("inst", "iid", "free", "rem", "bin", "avail", "ready")
+
+    def __init__(self, inst: Instance, free, rem: float, b: int, avail, ready: bool) -> None:
+        self.inst = inst
+        self.iid = inst.iid
+        self.free = free
+        self.rem = rem
+        self.bin = b
+        self.avail = avail
+        self.ready = ready
+
+
+class _Bin:
+    __slots__ = ("by_rem", "by_avail")
+
+    def __init__(self) -> None:
+        self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
+        self.by_avail: list[tuple[float, float, int]] = []  # (-min share, -sum share, iid)
+
+
+class BinIndex:
+    """Live instances by runtime bin, with tentative free capacity and remaining runtime
+    kept up to date as tasks are placed on them during one tick."""
+
+    def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
+                 unit_s: float = 1.0) -> None:
+        self.unit_s = unit_s
+        self.ref = view.catalog.max_capacity
+        self.entries: dict[int, _Entry] = {}
+        self.bins: dict[int, _Bin] = {}
+        self._bin_ids: list[int] = []  # sorted ids of non-empty bins
+        for inst in instances:
+            rem = view.instance_remaining(inst)
+            free = plan.free(inst)
+            e = _Entry(inst, free, rem, bin_of(rem, unit_s), availability(free, self.ref),
+                       inst.state == READY)
+            self.entries[e.iid] = e
+            self._insert(e)
+
+    # --- maintenance ---------------------------------------------------------------------
+    def _insert(self, e: _Entry) -> None:
+        b = self.bins.get(e.bin)
+        if b is None:
+            b = self.bins[e.bin] = _Bin()
+            insort(self._bin_ids, e.bin)
+        insort(b.by_rem, (e.rem, e.iid))
+        insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
+
+    def _remove(self, e: _Entry) -> None:
+        b = self.bins[e.bin]
+        k = (e.rem, e.iid)
+        del b.by_rem[bisect_left(b.by_rem, k)]
+        k2 = (-e.avail[0], -e.avail[1], e.iid)
+        del b.by_avail[bisect_left(b.by_avail, k2)]
+        if not b.by_rem:
+            del self.bins[e.bin]
+            del self._bin_ids[bisect_left(self._bin_ids, e.bin)]
+
+    def take(self, e: _Entry, req: Sequence[int], rem: float) -> None:
+        """Record that a task of request ``req`` and remaining runtime ``rem`` went on ``e``:
+        less free room, and the instance's remaining runtime (hence bin) may grow — the
+        promotion of down-packing (§3.2)."""
+        self._remove(e)
+        e.free = tuple(f - r for f, r in zip(e.free, req))
+        e.avail = availability(e.free, self.ref)
+        if rem > e.rem:
+            e.rem = rem
+            e.bin = bin_of(rem, self.unit_s)
+        self._insert(e)
+
+    def snapshot(self, e: _Entry) -> tuple:
+        return (e.free, e.rem, e.bin, e.avail)
+
+    def restore(self, e: _Entry, snap: tuple) -> None:
+        """Undo ``take`` calls on ``e`` back to ``snap`` (a tentative re-pack that failed)."""
+        self._remove(e)
+        e.free, e.rem, e.bin, e.avail = snap
+        self._insert(e)
+
+    def discard(self, iid: int) -> None:
+        e = self.entries.pop(iid, None)
+        if e is not None:
+            self._remove(e)
+
+    # --- choice ------------------------------------------------------------------------------
+    def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
+               exclude: int = -1) -> _Entry | None:
+        """The instance Stratus §3.2 puts a task of request ``req`` and (remaining) runtime
+        ``rem`` on, or None if it fits nowhere."""
+        b = bin_of(rem, self.unit_s)
+        ids = self._bin_ids
+        if b in self.bins:
+            e = self._closest(self.bins[b], req, rem, ready_only, exclude)
+            if e is not None:
+                return e
+        pos = bisect_left(ids, b)
+        start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
+        for bb in ids[start:]:  # up-packing into greater bins
+            e = self._roomiest(self.bins[bb], req, ready_only, exclude)
+            if e is not None:
+                return e
+        for bb in reversed(ids[:pos]):  # down-packing into lesser bins
+            e = self._roomiest(self.bins[bb], req, ready_only, exclude)
+            if e is not None:
+                return e
+        return None
+
+    def _ok(self, iid: int, req, ready_only: bool, exclude: int) -> _Entry | None:
+        e = self.entries[iid]
+        if iid == exclude or (ready_only and not e.ready):
+            return None
+        for r, f in zip(req, e.free):
+            if r > f:
+                return None
+        return e
+
+    def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int) -> _Entry | None:
+        """Same bin: the fitting instance whose remaining runtime is closest to ``rem``."""
+        lst = b.by_rem
+        hi = bisect_left(lst, (rem, -1))
+        lo = hi - 1
+        n = len(lst)
+        while lo >= 0 or hi < n:
+            if hi >= n or (lo >= 0 and rem - lst[lo][0] <= lst[hi][0] - rem):
+                iid = lst[lo][1]
+                lo -= 1
+            else:
+                iid = lst[hi][1]
+                hi += 1
+            e = self._ok(iid, req, ready_only, exclude)
+            if e is not None:
+                return e
+        return None
+
+    def _roomiest(self, b: _Bin, req, ready_only: bool, exclude: int) -> _Entry | None:
+        """Other bins: the fitting instance with the most available resources."""
+        for _, _, iid in b.by_avail:
+            e = self._ok(iid, req, ready_only, exclude)
+            if e is not None:
+                return e
+        return None
+
+
+class RuntimeBinPacker:
+    """Stratus's packer (§3.2). Instances in ``blacklist`` (being cleared, §3.4) get no tasks."""
+
+    name = "runtime-binning"
+
+    def __init__(self, unit_s: float = 1.0) -> None:
+        self.unit_s = unit_s
+        self.blacklist: set[int] = set()
+        self._index: BinIndex | None = None
+        self._index_plan: Plan | None = None
+
+    def index(self, view: ClusterView, plan: Plan) -> BinIndex:
+        """The tick's bin index (built once per plan, shared with instance clearing)."""
+        if self._index_plan is not plan:
+            bl = self.blacklist
+            insts = [i for i in view.instances if i.iid not in bl]
+            self._index = BinIndex(view, plan, insts, self.unit_s)
+            self._index_plan = plan
+        return self._index
+
+    def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
+        idx = self.index(view, plan)
+        left = []
+        est = view.estimate
+        # longest first (§3.2); ties by arrival for determinism
+        for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
+            r = est(task)
+            e = idx.choose(task.req, r)
+            if e is None:
+                left.append(task)
+            else:
+                plan.place(task, e.inst)
+                idx.take(e, task.req, r)
+        return left

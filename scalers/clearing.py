@@ -1,0 +1,137 @@
+"""Stratus instance clearing (Chung et al., SoCC'18, §3.4, heuristic 2).
+
+An instance under ``threshold`` (50%) utilization in *every* dimension for more than
+``ticks`` (3) consecutive scheduling events is a candidate. Candidates are taken in
+decreasing order of cost per resource used. All or none of a candidate's tasks move: it
+is blacklisted (the packer gives it no new tasks) and its tasks are re-packed with the
+packer (§3.2, by remaining runtime) onto running instances; if they do not all fit, a
+new, cheaper instance is acquired for all of them (the best type by the §3.3 score among
+types cheaper than the candidate). A candidate is cleared only if its longest task's
+predicted remaining runtime exceeds the migration time (plus the expected spin-up when a
+new instance is needed). Migrated tasks keep their progress (the engine's migration).
+"""
+
+from __future__ import annotations
+
+from packers.binning import RuntimeBinPacker
+from scalers.cost_efficiency import normalized_used_constraining
+from stratus.compose import Plan
+from stratus.model import READY, RUNNING, Instance
+from stratus.resources import fits
+from stratus.view import ClusterView
+
+
+class InstanceClearing:
+    name = "instance-clearing"
+
+    def __init__(self, packer: RuntimeBinPacker, threshold: float = 0.5, ticks: int = 3) -> None:
+        self.packer = packer
+        self.threshold = threshold
+        self.ticks = ticks
+        self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks
+        self.instances_cleared = 0
+        self.tasks_migrated = 0
+
+    def stats(self) -> dict:
+        return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
+
+    def _is_low(self, inst: Instance, free) -> bool:
+        thr = self.threshold
+        return all((c - f) < thr * c for c, f in zip(inst.itype.capacity, free))
+
+    def migrate(self, view: ClusterView, plan: Plan) -> None:
+        blacklist = self.packer.blacklist
+        alive = {i.iid for i in view.instances}
+        blacklist &= alive  # cleared instances that are gone
+        low = {}
+        cands = []
+        for inst in view.instances:
+            if inst.state != READY or inst.iid in blacklist:
+                continue
+            free = plan.free(inst)
+            if self._is_low(inst, free):
+                n = self.low.get(inst.iid, 0) + 1
+                low[inst.iid] = n
+                if n > self.ticks:
+                    cands.append(inst)
+        self.low = low
+        if not cands:
+            return
+        smallest = view.catalog.smallest.capacity
+
+        def cost_per_used(inst: Instance) -> float:
+            used = tuple(c - f for c, f in zip(inst.itype.capacity, plan.free(inst)))
+            norm = normalized_used_constraining(used, inst.itype.capacity, smallest)
+            return view.price(inst.itype, inst.market) / norm if norm > 0 else float("inf")
+
+        cands.sort(key=lambda i: (-cost_per_used(i), i.iid))
+        for inst in cands:
+            # all or none: nothing may have been planned onto it this tick (placements, or
+            # tasks re-packed from an earlier candidate), or those would stay behind
+            if plan.free(inst) != inst.free:
+                continue
+            if self._clear(view, plan, inst):
+                blacklist.add(inst.iid)
+                self.low.pop(inst.iid, None)
+
+    def _clear(self, view: ClusterView, plan: Plan, inst: Instance) -> bool:
+        tasks = list(inst.tasks.values())
+        if not tasks:
+            return False
+        for t in tasks:  # all or none: every task must be running here, not moving
+            if view.location(t) is not inst or view.state(t) != RUNNING or view.is_migrating(t):
+                return False
+        rem = {t.tid: view.remaining(t) for t in tasks}
+        longest = max(rem.values())
+        move_s = max(view.migration_seconds(t) for t in tasks)
+        if longest <= move_s:
+            return False  # would finish before the move pays off (§3.4)
+        idx = self.packer.index(view, plan)
+        order = sorted(tasks, key=lambda t: (-rem[t.tid], t.tid))
+        chosen = []
+        for t in order:  # re-pack onto running instances with the packer (§3.2)
+            e = idx.choose(t.req, rem[t.tid], ready_only=True, exclude=inst.iid)
+            if e is None:
+                break
+            chosen.append((t, e, idx.snapshot(e)))
+            idx.take(e, t.req, rem[t.tid])
+        if len(chosen) == len(order):
+            idx.discard(inst.iid)  # blacklisted: no more tasks this tick either
+            for t, e, _ in chosen:
+                plan.migrate(t, e.inst)
+            self._count(len(order))
+            return True
+        for _, e, snap in reversed(chosen):  # undo the partial re-pack
+            idx.restore(e, snap)
+        lo, hi = view.spinup_s
+        if longest <= move_s + (lo + hi) / 2:
+            return False
+        itype = self._cheaper_home(view, inst, tasks)
+        if itype is None:
+            return False
+        idx.discard(inst.iid)
+        plan.acquire(itype, migrate=tasks)
+        self._count(len(tasks))
+        return True
+
+    def _cheaper_home(self, view: ClusterView, inst: Instance, tasks):
+        """The best-scoring type (§3.3) cheaper than ``inst`` that holds all ``tasks``."""
+        need = [0] * len(inst.itype.capacity)
+        for t in tasks:
+            for d, r in enumerate(t.req):
+                need[d] += r
+        now_price = view.price(inst.itype, inst.market)
+        smallest = view.catalog.smallest.capacity
+        best, best_score = None, -1.0
+        for itype in view.acquirable_types():
+            p = view.price(itype)
+            if p >= now_price or not fits(need, itype.capacity):
+                continue
+            score = normalized_used_constraining(need, itype.capacity, smallest) / p
+            if score > best_score:
+                best, best_score = itype, score
+        return best
+
+    def _count(self, n: int) -> None:
+        self.instances_cleared += 1
+        self.tasks_migrated += n

@@ -1,0 +1,108 @@
+"""Stratus scale-out: co-select task groups and instance types (Chung et al., SoCC'18, §3.3).
+
+While tasks remain unplaced, each iteration looks at the unscheduled tasks bin by bin in
+descending order of runtime bins. In a bin, candidate group i is the i longest tasks;
+groups grow until their aggregate request exceeds the largest allowed type. Every
+(group, type) pair the group fits is scored
+
+    score = normalized used constraining resource / price
+
+where the constraining resource is the dimension the group would use most of on that
+type, its used amount is the group's request in that dimension, normalized by the
+amount the smallest allowed type offers in it (§3.3, with the paper's worked example in
+the tests). The best pair over all bins is acquired (in the replay's market; spot by
+default, bid = the on-demand price, §3.3) and its group assigned to it; repeat.
+
+Ties (equal scores, e.g. every m4 on-demand type costs the same per vCPU) go to the larger
+group, then the higher bin, then the smaller type: fewer instances for the same money.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from packers.binning import bin_of
+from stratus.compose import Plan
+from stratus.model import Task
+from stratus.view import ClusterView
+
+_REL_TIE = 1e-12
+
+
+def normalized_used_constraining(group: Sequence[int], cap: Sequence[int],
+                                 smallest: Sequence[int]) -> float:
+    """The group's request in the dimension it uses most of on ``cap``, in units of the
+    smallest type's amount of that dimension (§3.3)."""
+    best_d, best_u = 0, -1.0
+    for d, (g, c) in enumerate(zip(group, cap)):
+        u = g / c
+        if u > best_u:
+            best_d, best_u = d, u
+    return group[best_d] / smallest[best_d]
+
+
+def best_group(tasks: Sequence[Task], caps: Sequence[Sequence[int]], prices: Sequence[float],
+               smallest: Sequence[int], largest: Sequence[int]) -> tuple[float, int, int]:
+    """Best (score, group size, type index) over the prefixes of ``tasks`` (longest first)
+    and the types (``caps``, ascending in size, with ``prices``) each prefix fits."""
+    dims = len(largest)
+    agg = [0] * dims
+    best = (-1.0, 0, -1)
+    first = 0  # types below this no longer fit: the aggregate only grows
+    ntypes = len(caps)
+    for k, task in enumerate(tasks, 1):
+        for d in range(dims):
+            agg[d] += task.req[d]
+        if any(a > m for a, m in zip(agg, largest)):
+            break
+        for ti in range(first, ntypes):
+            cap = caps[ti]
+            if any(a > c for a, c in zip(agg, cap)):
+                if ti == first:
+                    first += 1
+                continue
+            score = normalized_used_constraining(agg, cap, smallest) / prices[ti]
+            if score > best[0] * (1 + _REL_TIE) or (score >= best[0] * (1 - _REL_TIE) and k > best[1]):
+                best = (score, k, ti)
+    return best
+
+
+class CostEfficiencyScaler:
+    """Stratus's scaler (§3.3)."""
+
+    name = "cost-efficiency"
+
+    def __init__(self, unit_s: float = 1.0) -> None:
+        self.unit_s = unit_s
+
+    def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
+        types = view.acquirable_types()  # spot types above their bid would be revoked at once
+        if not types:
+            return
+        caps = [t.capacity for t in types]
+        prices = [view.price(t) for t in types]
+        smallest = view.catalog.smallest.capacity
+        largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
+        est = view.estimate
+        by_bin: dict[int, list[Task]] = {}
+        for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
+            if any(all(r <= c for r, c in zip(task.req, cap)) for cap in caps):
+                by_bin.setdefault(bin_of(est(task), self.unit_s), []).append(task)
+            # else: every type it fits is above its bid right now; it waits
+        cache: dict[int, tuple[float, int, int]] = {}
+        while by_bin:
+            choice = None
+            for b in sorted(by_bin, reverse=True):
+                if b not in cache:
+                    cache[b] = best_group(by_bin[b], caps, prices, smallest, largest)
+                score, k, ti = cache[b]
+                if choice is None or score > choice[0] * (1 + _REL_TIE) or (
+                        score >= choice[0] * (1 - _REL_TIE) and k > choice[1]):
+                    choice = (score, k, ti, b)
+            _, k, ti, b = choice
+            group = by_bin[b][:k]
+            del by_bin[b][:k]
+            if not by_bin[b]:
+                del by_bin[b]
+            del cache[b]
+            plan.acquire(types[ti], group)
