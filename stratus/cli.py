@@ -10,12 +10,21 @@ import sys
 from stratus.errors import StratusError
 
 
+def _add_trace_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", dest="fmt",
+                   help="trace file format, e.g. swf, google2011, umass, generic?... "
+                        "(see `stratus traces formats`)")
+    p.add_argument("--hours", type=float, help="length of the window in hours")
+    p.add_argument("--start", type=float, help="window start, seconds of trace time")
+    p.add_argument("--slice", type=int, metavar="K",
+                   help="use seeded random window K of --slices (Stratus §4.2: 1-day ranges)")
+    p.add_argument("--slices", type=int, default=20, help="number of random windows (20)")
+    p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up, noise, slices")
+
+
 def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
-    p.add_argument("--format", dest="fmt", help="trace file format (see `stratus traces --help`)")
-    p.add_argument("--hours", type=float, help="length of the replayed window in hours")
-    p.add_argument("--start", type=float, help="window start, seconds from the trace origin")
-    p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up and estimator")
+    _add_trace_options(p)
     p.add_argument("--tick", type=float, default=60.0, help="scheduling interval in seconds (60)")
     p.add_argument("--market", default="spot",
                    help="market for acquisitions: spot (default; bid = on-demand) or on-demand")
@@ -25,10 +34,12 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spot-start", type=float, default=0.0,
                    help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--estimator", default=None,
-                   help="runtime estimator: oracle, noisy:H (default: the scheduler's, else oracle)")
+                   help="oracle, noisy:H or history (default: the scheduler's, else oracle)")
     p.add_argument("--warmup-hours", type=float, default=24.0,
                    help="history a learning estimator trains on before the window (24)")
     p.add_argument("--catalog", default="m4", help="instance family: m4 (default) or m5")
+    p.add_argument("--drop-oversized", action="store_true",
+                   help="drop jobs with a task larger than every instance type (reported)")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
     p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -40,21 +51,33 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("replay", help="replay a trace under one scheduler")
     _add_replay_options(p)
-    p.add_argument("--scheduler", default="task-per-instance", help="see `stratus schedulers`")
+    p.add_argument("--scheduler", default="stratus", help="see `stratus schedulers` (stratus)")
     p.add_argument("--save", metavar="DIR", help="also write instances/jobs tables as Parquet")
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
-    p.add_argument("--format", dest="fmt")
-    p.add_argument("--hours", type=float)
-    p.add_argument("--start", type=float)
-    p.add_argument("--seed", type=int, default=0)
+    _add_trace_options(p)
     p.add_argument("--estimator", default="history", help="oracle, noisy:H or history (default)")
     p.add_argument("--warmup-hours", type=float, default=24.0)
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("schedulers", help="list the registered schedulers")
+    p.add_argument("--json", action="store_true")
+
+    tr = sub.add_parser("traces", help="convert and characterize traces").add_subparsers(
+        dest="traces_cmd", required=True)
+    p = tr.add_parser("convert", help="write a trace file as canonical Parquet (streams big inputs)")
+    p.add_argument("input", help="trace file (or the Google 2011 directory)")
+    p.add_argument("--format", dest="fmt", help="input format (see `stratus traces formats`)")
+    p.add_argument("-o", "--output", required=True, help="output .parquet")
+    p.add_argument("--json", action="store_true")
+    p = tr.add_parser("describe", help="jobs, tasks, runtimes, shapes, offered load of a trace")
+    p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
+    _add_trace_options(p)
+    p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")
+    p.add_argument("--json", action="store_true")
+    p = tr.add_parser("formats", help="list the trace formats")
     p.add_argument("--json", action="store_true")
     return ap
 
@@ -67,62 +90,79 @@ def _spinup(text: str) -> tuple[float, float]:
     return lo, hi
 
 
-def _config(args, scheduler_name: str, label: str):
+class _Session:
+    """One command's trace window, history and catalog, loaded once."""
+
+    def __init__(self, args) -> None:
+        from traces.spec import TraceSource
+
+        self.args = args
+        self.source = TraceSource(args.trace, args.fmt, args.seed)
+        if args.slice is not None:
+            self.start, self.hours = self.source.slice(args.slice, args.slices, args.hours)
+        else:
+            self.start, self.hours = args.start, args.hours
+        self.trace = self.source.window(self.start, self.hours)
+        self._history = None
+        self._history_loaded = False
+        _report_load(self.trace)
+
+    def history(self, hours: float):
+        if not self._history_loaded:
+            self._history = self.source.history(self.start, hours)
+            self._history_loaded = True
+        return self._history
+
+
+def _report_load(trace) -> None:
+    rep = trace.meta.get("load_report")
+    if rep and (rep.get("dropped") or rep.get("notes")):
+        from traces.schema import LoadReport
+
+        lr = LoadReport(rep.get("source", trace.name), rep.get("rows_read", 0),
+                        dict(rep.get("dropped", {})), list(rep.get("notes", [])))
+        for line in lr.lines():
+            print(line, file=sys.stderr)
+
+
+def _run_one(sess: _Session, trace, name: str):
     from pricing.catalog import get_catalog
-    from stratus.engine import ReplayConfig
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.estimators import make_estimator
+    from stratus.markets import configure_market
     from stratus.progress import ProgressBar
     from stratus.registry import get_spec
 
-    spec = get_spec(scheduler_name)
-    cfg = ReplayConfig(
-        tick_s=args.tick, spinup_s=_spinup(args.spinup), migration_mbps=args.migration_mbps,
-        seed=args.seed, catalog=get_catalog(args.catalog),
-        estimator=args.estimator or spec.estimator or "oracle",
-    )
-    from stratus.markets import configure_market
-
+    args = sess.args
+    spec = get_spec(name)
+    cfg = ReplayConfig(tick_s=args.tick, spinup_s=_spinup(args.spinup),
+                       migration_mbps=args.migration_mbps, seed=args.seed,
+                       catalog=get_catalog(args.catalog))
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
-    if not args.no_progress and ProgressBar.wanted():
-        cfg.progress = ProgressBar(label)
-    return spec, cfg
-
-
-def _load(args):
-    from traces.spec import load_trace
-
-    return load_trace(args.trace, fmt=args.fmt, hours=args.hours, start=args.start, seed=args.seed)
-
-
-_HISTORY: dict = {}
-
-
-def _history(args):
-    """The warm-up jobs for learning estimators, loaded once per command."""
-    if "h" not in _HISTORY:
-        from traces.spec import load_history
-
-        _HISTORY["h"] = load_history(args.trace, fmt=args.fmt, start=args.start,
-                                     hours=args.warmup_hours, seed=args.seed)
-    return _HISTORY["h"]
-
-
-def _run_one(trace, args, name: str):
-    from stratus.engine import Engine
-    from stratus.estimators import make_estimator
-
-    spec, cfg = _config(args, name, name)
-    est = make_estimator(cfg.estimator, cfg.seed)
+    est = make_estimator(args.estimator or spec.estimator or "oracle", args.seed)
     if est.learns_online and args.warmup_hours > 0:
-        hist = _history(args)
+        hist = sess.history(args.warmup_hours)
         if hist is not None:
             est.fit(hist)
     cfg.estimator = est
+    if not args.no_progress and ProgressBar.wanted():
+        cfg.progress = ProgressBar(name)
     return Engine(trace, spec.factory(), cfg).run()
 
 
+def _fitted(sess: _Session):
+    from pricing.catalog import get_catalog
+    from traces.schema import fit_to_catalog
+
+    trace = fit_to_catalog(sess.trace, get_catalog(sess.args.catalog), sess.args.drop_oversized)
+    if trace is not sess.trace:
+        _report_load(trace)
+    return trace
+
+
 def cmd_replay(args) -> int:
-    trace = _load(args)
-    res = _run_one(trace, args, args.scheduler)
+    sess = _Session(args)
+    res = _run_one(sess, _fitted(sess), args.scheduler)
     if args.save:
         from pathlib import Path
 
@@ -144,11 +184,11 @@ def cmd_compare(args) -> int:
     from stratus.registry import scheduler_names
     from stratus.report import comparison_table
 
-    names = args.schedulers.split(",") if args.schedulers else scheduler_names()
-    trace = _load(args)
-    if not args.json:
-        print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)
-    runs = [_run_one(trace, args, n.strip()).summary for n in names]
+    names = [n.strip() for n in args.schedulers.split(",")] if args.schedulers else scheduler_names()
+    sess = _Session(args)
+    trace = _fitted(sess)
+    print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)
+    runs = [_run_one(sess, trace, n).summary for n in names]
     if args.json:
         print(json.dumps({"trace": trace.name, "runs": runs}))
     else:
@@ -160,11 +200,12 @@ def cmd_estimate(args) -> int:
     """Jobs in time order: predicted at submit, learned from at their end (no scheduling)."""
     from stratus.estimators import error_distribution, make_estimator, online_pass
 
-    trace = _load(args)
+    sess = _Session(args)
+    trace = sess.trace
     est = make_estimator(args.estimator, args.seed)
     est.bind(trace)
     if est.learns_online and args.warmup_hours > 0:
-        hist = _history(args)
+        hist = sess.history(args.warmup_hours)
         if hist is not None:
             est.fit(hist)
     out = {"trace": trace.name, "estimator": est.name,
@@ -172,17 +213,17 @@ def cmd_estimate(args) -> int:
            **error_distribution(online_pass(est, trace.frame))}
     if args.json:
         print(json.dumps(out))
-    else:
-        from stratus.report import table
+        return 0
+    from stratus.report import table
 
-        pct = out.get("relative_error_percentiles", {})
-        rows = [("trace", out["trace"]), ("estimator", out["estimator"]),
-                ("jobs (warm-up jobs)", f"{out['jobs']:,} ({out['warmup_jobs']:,})")]
-        rows += [(f"relative error {k}", f"{v:+.3f}") for k, v in pct.items()]
-        rows += [(k.replace("_", " "), out[k]) for k in ("within_10pct", "within_factor_2",
-                                                         "median_abs_log_ratio", "under_estimates")
-                 if k in out]
-        print(table(("metric", "value"), rows, align_left=2))
+    pct = out.get("relative_error_percentiles", {})
+    rows = [("trace", out["trace"]), ("estimator", out["estimator"]),
+            ("jobs (warm-up jobs)", f"{out['jobs']:,} ({out['warmup_jobs']:,})")]
+    rows += [(f"relative error {k}", f"{v:+.3f}") for k, v in pct.items()]
+    rows += [(k.replace("_", " "), out[k]) for k in ("within_10pct", "within_factor_2",
+                                                     "median_abs_log_ratio", "under_estimates")
+             if k in out]
+    print(table(("metric", "value"), rows, align_left=2))
     return 0
 
 
@@ -202,13 +243,78 @@ def cmd_schedulers(args) -> int:
     return 0
 
 
+def cmd_traces(args) -> int:
+    return {"convert": _traces_convert, "describe": _traces_describe,
+            "formats": _traces_formats}[args.traces_cmd](args)
+
+
+def _traces_convert(args) -> int:
+    import time
+    from pathlib import Path
+
+    from traces.loaders import convert_file
+    from traces.spec import guess_format
+
+    src = Path(args.input)
+    if not src.exists():
+        raise StratusError(f"{src}: no such file or directory")
+    t0 = time.perf_counter()
+    rep = convert_file(src, args.fmt or guess_format(src), Path(args.output))
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(args.output).metadata.num_rows
+    for line in rep.lines():
+        print(line, file=sys.stderr)
+    out = {"input": str(src), "output": args.output, "tasks": rows,
+           "seconds": round(time.perf_counter() - t0, 3), "load_report": rep.as_dict()}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"wrote {rows:,} tasks to {args.output} in {out['seconds']:.1f} s")
+    return 0
+
+
+def _traces_describe(args) -> int:
+    from traces.describe import describe, plot
+
+    sess = _Session(args)
+    out = {"trace": sess.trace.name, **describe(sess.trace)}
+    if args.plot:
+        plot(sess.trace, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from stratus.report import table
+
+    rows = []
+    for k, v in out.items():
+        if isinstance(v, dict):
+            rows += [(f"{k}.{kk}", vv) for kk, vv in v.items() if not isinstance(vv, (dict, list))]
+        elif not isinstance(v, list):
+            rows.append((k, v))
+    print(table(("field", "value"), rows, align_left=2))
+    return 0
+
+
+def _traces_formats(args) -> int:
+    from traces.loaders import FORMATS
+
+    if args.json:
+        print(json.dumps({k: v[1] for k, v in FORMATS.items()}))
+    else:
+        from stratus.report import table
+
+        print(table(("format", "reads"), [(k, v[1]) for k, v in FORMATS.items()], align_left=2))
+    return 0
+
+
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "estimate": cmd_estimate,
-            "schedulers": cmd_schedulers}
+            "schedulers": cmd_schedulers, "traces": cmd_traces}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    _HISTORY.clear()
     try:
         return COMMANDS[args.cmd](args)
     except StratusError as exc:

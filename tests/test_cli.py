@@ -75,6 +75,7 @@ def test_schedulers_json(capsys):
     (["replay", "--trace", "synthetic:google", "--estimator", "psychic"], "unknown estimator"),
     (["replay", "--trace", "synthetic:google", "--spinup", "fast"], "--spinup takes"),
     (["replay", "--trace", "synthetic:google", "--market", "moon"], "unknown market"),
+    (["replay", "--trace", "synthetic:google", "--slice", "99"], "out of range"),
 ])
 def test_errors_are_one_line_without_traceback(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--hours", "1", "--json")
@@ -90,3 +91,84 @@ def test_saves_tables(tmp_path, capsys):
     assert code == 0 and "wrote" in err
     inst = pd.read_parquet(tmp_path / "instances.parquet")
     assert {"type", "cost_usd", "requested_s", "released_s"} <= set(inst.columns)
+
+
+NASA = __import__("pathlib").Path(__file__).parent / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+
+
+def test_describe_the_real_nasa_log(capsys):
+    code, out, _ = run_cli(capsys, "traces", "describe", str(NASA), "--format", "swf", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["jobs"] == 18239 and doc["tasks"] == 18239
+    # first submit to the last job's end: exactly the header's EndTime - StartTime
+    assert doc["span_s"] == 7_949_022.0
+    assert doc["load_report"]["dropped"] == {}
+
+
+def test_one_malformed_line_is_one_error_naming_it(tmp_path, capsys):
+    import gzip
+
+    with gzip.open(NASA, "rt") as fh:
+        lines = fh.read().splitlines()
+    lines[4999] = "   4977  12345 -1 oops 1 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1"
+    bad = tmp_path / "bad.swf"
+    bad.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "traces", "describe", str(bad), "--format", "swf", "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{bad}:5000:" in err and "Traceback" not in err
+
+
+def test_convert_google_fixture_then_describe_and_replay(tmp_path, capsys):
+    root = __import__("pathlib").Path(__file__).parent / "fixtures" / "google2011" / "basic"
+    out_pq = tmp_path / "g.parquet"
+    code, out, err = run_cli(capsys, "traces", "convert", str(root), "--format", "google2011",
+                             "-o", str(out_pq), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["tasks"] > 0 and doc["load_report"]["dropped"]
+    assert "dropped" in err  # what was left out, and why, goes to stderr
+    code, out, _ = run_cli(capsys, "traces", "describe", str(out_pq), "--json")
+    assert json.loads(out)["tasks"] == doc["tasks"]
+    code, out, _ = run_cli(capsys, "replay", "--trace", str(out_pq), "--scheduler", "first-fit",
+                           "--json")
+    assert code == 0 and json.loads(out)["tasks_completed"] == doc["tasks"]
+
+
+def test_oversized_jobs_are_refused_unless_dropped(capsys):
+    args = ["replay", "--trace", str(NASA), "--start", "0", "--hours", "24", "--json"]
+    code, out, err = run_cli(capsys, *args)  # 128-processor jobs: larger than m4.16xlarge
+    assert code == 2 and "larger than every m4 instance type" in err and "--drop-oversized" in err
+    code, out, err = run_cli(capsys, *args, "--drop-oversized")
+    doc = json.loads(out)
+    assert code == 0 and doc["tasks_completed"] == doc["tasks"] > 0
+    assert "dropped" in err and "larger than every m4 type" in err
+
+
+def test_random_slices_are_seeded_and_inside_the_trace(capsys):
+    from traces.spec import TraceSource
+
+    src = TraceSource(str(NASA), "swf", seed=4)
+    starts = [src.slice(k, 20, 24)[0] for k in range(20)]
+    assert len(set(starts)) == 20 and min(starts) >= 0 and max(starts) <= 7_949_022 - 86_400
+    assert starts == [TraceSource(str(NASA), "swf", seed=4).slice(k, 20, 24)[0] for k in range(20)]
+    assert starts != [TraceSource(str(NASA), "swf", seed=5).slice(k, 20, 24)[0] for k in range(20)]
+    window = src.window(starts[3], 24)
+    sub, end = window.column("submit_s"), window.column("submit_s") + window.column("runtime_s")
+    assert sub.min() >= starts[3] and end.max() <= starts[3] + 86_400  # whole jobs only
+    code, _, err = run_cli(capsys, "traces", "describe", str(NASA), "--slice", "20", "--json")
+    assert code == 2 and "out of range" in err
+
+
+def test_estimate_reports_an_error_distribution(capsys):
+    code, out, _ = run_cli(capsys, "estimate", "--trace", "synthetic:google?scale=0.1", "--hours", "6",
+                           "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["estimator"] == "history" and doc["warmup_jobs"] > 0
+    assert 0 < doc["within_factor_2"] < 1 and "p50" in doc["relative_error_percentiles"]
+    code, out, _ = run_cli(capsys, "estimate", "--trace", "synthetic:google?scale=0.1", "--hours", "2",
+                           "--estimator", "oracle", "--json")
+    assert json.loads(out)["median_abs_log_ratio"] == 0.0
+
+
+def test_traces_formats(capsys):
+    code, out, _ = run_cli(capsys, "traces", "formats", "--json")
+    assert code == 0 and {"swf", "google2011", "umass", "generic", "canonical"} <= set(json.loads(out))

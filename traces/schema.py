@@ -199,14 +199,19 @@ class Trace:
 
     @classmethod
     def from_parquet(cls, path: str | Path) -> Trace:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
             table = pq.read_table(path)
-        except (OSError, ValueError) as exc:
+            # ignore pandas' embedded metadata: the schema above defines the columns, and a
+            # damaged metadata blob must not decide whether the file can be read
+            frame = table.to_pandas(ignore_metadata=True)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, pa.ArrowException) as exc:
             raise TraceError(f"{path}: cannot read as Parquet: {exc}") from None
-        name = (table.schema.metadata or {}).get(b"stratus.trace.name", str(Path(path).name).encode())
-        return cls(table.to_pandas(), name=name.decode(), meta={"path": str(path)})
+        raw = (table.schema.metadata or {}).get(b"stratus.trace.name")
+        name = raw.decode("utf-8", "replace") if raw else Path(path).name
+        return cls(frame, name=name, meta={"path": str(path)})
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, tasks={self.n_tasks}, jobs={self.n_jobs})"

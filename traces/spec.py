@@ -1,14 +1,21 @@
-"""Trace specs as the CLI takes them: ``synthetic:NAME[?k=v&...]`` or a file path."""
+"""Trace specs as the CLI takes them: ``synthetic:NAME[?k=v&...]`` or a file path (with a
+format), and the windows a replay cuts from them: ``--start``/``--hours``, seeded random
+slices (Stratus §4.2 evaluates twenty 1-day ranges starting at random points), and the
+history before a window that a learning estimator may train on."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import numpy as np
+
 from stratus.errors import ConfigError, TraceError
 from traces.schema import Trace
 
 SYNTHETIC = "synthetic:"
+#: the period random slices of a synthetic trace come from: the Google trace's 29 days
+SYNTHETIC_PERIOD_S = 29 * 86400.0
 
 
 def parse_synthetic(spec: str) -> tuple[str, dict[str, str]]:
@@ -24,70 +31,111 @@ def parse_synthetic(spec: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
-def load_trace(spec: str, fmt: str | None = None, hours: float | None = None,
-               start: float | None = None, seed: int | None = None) -> Trace:
-    """Load a trace. For synthetic traces ``hours``/``start`` shape the generated window and
-    ``seed`` seeds the generator unless the spec names its own; for files they cut a
-    window of whole jobs (those submitted and finished inside it, Stratus §4.2)."""
-    if spec.startswith(SYNTHETIC):
-        from traces.synthetic import generate
-
-        name, params = parse_synthetic(spec)
-        if hours is not None:
-            params.setdefault("hours", str(hours))
-        if start is not None:
-            params.setdefault("start_s", str(start))
-        if seed is not None:
-            params.setdefault("seed", str(seed))
-        return generate(name, **params)
-    path = Path(spec)
-    if not path.exists():
-        raise TraceError(f"{spec}: no such file (a trace is a path or synthetic:NAME)")
-    fmt = fmt or _guess_format(path)
-    trace = _load_file(path, fmt)
-    if hours is not None or start is not None:
-        s = float(start) if start is not None else float(trace.column("submit_s").min())
-        end = s + float(hours) * 3600.0 if hours is not None else float("inf")
-        trace = trace.window(s, end, inside=True)
-    return trace
+def slice_start(k: int, n: int, hours: float, seed: int, begin: float, end: float) -> float:
+    """Start of the ``k``-th of ``n`` seeded random windows of ``hours`` in [begin, end]."""
+    if not 0 <= k < n:
+        raise ConfigError(f"slice {k} is out of range: there are {n} slices (0..{n - 1})")
+    room = end - begin - hours * 3600.0
+    if room < 0:
+        raise ConfigError(f"the trace spans {(end - begin) / 3600:.1f} h: too short for "
+                          f"{hours:g}-hour slices")
+    starts = np.random.default_rng([seed, 0x511CE]).uniform(0.0, room, size=n)
+    return float(begin + starts[k])
 
 
-def load_history(spec: str, fmt: str | None = None, start: float | None = None,
-                 hours: float = 24.0, seed: int | None = None) -> Trace | None:
-    """The jobs of the ``hours`` before a replay window that starts at ``start``: what a
-    history-based estimator may learn from before the replay (Stratus §3.4). Synthetic
-    traces generate the preceding hours (other jobs of the same programs); files give the
-    jobs that ran to completion before the window. None if there is nothing before it."""
-    if hours <= 0:
-        return None
-    if spec.startswith(SYNTHETIC):
-        from traces.synthetic import generate
-
-        name, params = parse_synthetic(spec)
-        begin = float(params.get("start_s", start if start is not None else 0.0))
-        params["start_s"] = str(begin - hours * 3600.0)
-        params["hours"] = str(hours)
-        if seed is not None:
-            params.setdefault("seed", str(seed))
-        return generate(name, **params)
-    path = Path(spec)
-    if start is None or not path.exists():
-        return None
-    full = _load_file(path, fmt or _guess_format(path))
-    hist = full.window(float(start) - hours * 3600.0, float(start), inside=True)
-    return hist if len(hist) else None
-
-
-def _guess_format(path: Path) -> str:
+def guess_format(path: Path) -> str:
     name = path.name.lower()
-    if name.endswith(".parquet"):
+    if name.endswith((".parquet", ".pq")):
         return "canonical"
     if name.endswith((".swf", ".swf.gz")):
         return "swf"
     raise ConfigError(f"{path}: cannot tell the trace format from the name; pass --format")
 
 
-def _load_file(path: Path, fmt: str) -> Trace:
-    from traces.loaders import load_file
+class TraceSource:
+    """Where a replay's tasks come from. A file is read once; windows are cut from it."""
 
-    return load_file(path, fmt)
+    def __init__(self, spec: str, fmt: str | None = None, seed: int | None = None) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.synthetic = spec.startswith(SYNTHETIC)
+        if self.synthetic:
+            self.name, self.params = parse_synthetic(spec)
+            if seed is not None:
+                self.params.setdefault("seed", str(seed))
+        else:
+            self.path = Path(spec)
+            if not self.path.exists():
+                raise TraceError(f"{spec}: no such file (a trace is a path or synthetic:NAME)")
+            self.fmt = fmt or guess_format(self.path)
+        self._full: Trace | None = None
+
+    def full(self) -> Trace:
+        """The whole file trace (synthetic: the generator's default window)."""
+        if self._full is None:
+            if self.synthetic:
+                from traces.synthetic import generate
+
+                self._full = generate(self.name, **self.params)
+            else:
+                from traces.loaders import load_file
+
+                self._full = load_file(self.path, self.fmt)
+        return self._full
+
+    def origin(self) -> float:
+        if self.synthetic:
+            return float(self.params.get("start_s", 0.0))
+        sub = self.full().column("submit_s")
+        return float(sub.min()) if sub.size else 0.0
+
+    def window(self, start: float | None = None, hours: float | None = None) -> Trace:
+        """Synthetic: generate ``hours`` from ``start``. File: whole jobs submitted and
+        finished in [start, start + hours) (Stratus §4.2); the whole file if neither given."""
+        if self.synthetic:
+            from traces.synthetic import generate
+
+            params = dict(self.params)
+            if hours is not None:
+                params["hours"] = str(hours)
+            if start is not None:
+                params["start_s"] = str(start)
+            return generate(self.name, **params)
+        full = self.full()
+        if start is None and hours is None:
+            return full
+        s = self.origin() if start is None else float(start)
+        end = s + float(hours) * 3600.0 if hours is not None else float("inf")
+        return full.window(s, end, inside=True)
+
+    def slice(self, k: int, n: int = 20, hours: float | None = None) -> tuple[float, float]:
+        """(start, hours) of seeded random slice ``k`` of ``n``: of a file trace's span, or
+        of a 29-day period for a synthetic one (the Google trace's length)."""
+        hours = 24.0 if hours is None else float(hours)
+        seed = 0 if self.seed is None else self.seed
+        begin = self.origin()
+        end = begin + (SYNTHETIC_PERIOD_S if self.synthetic else self.full().span_s)
+        return slice_start(k, n, hours, seed, begin, end), hours
+
+    def history(self, start: float | None, hours: float) -> Trace | None:
+        """The jobs of the ``hours`` before a window starting at ``start``: what a learning
+        estimator may train on first (Stratus §3.4). Synthetic: other jobs of the same
+        programs on the preceding hours. File: jobs that ran to completion before it."""
+        if hours <= 0:
+            return None
+        begin = self.origin() if start is None else float(start)
+        if self.synthetic:
+            return self.window(begin - hours * 3600.0, hours)
+        hist = self.full().window(begin - hours * 3600.0, begin, inside=True)
+        return hist if len(hist) else None
+
+
+def load_trace(spec: str, fmt: str | None = None, hours: float | None = None,
+               start: float | None = None, seed: int | None = None) -> Trace:
+    """One window of a trace spec (see TraceSource.window)."""
+    return TraceSource(spec, fmt, seed).window(start, hours)
+
+
+def load_history(spec: str, fmt: str | None = None, start: float | None = None,
+                 hours: float = 24.0, seed: int | None = None) -> Trace | None:
+    return TraceSource(spec, fmt, seed).history(start, hours)

@@ -1,0 +1,81 @@
+"""The canonical schema: validation errors name rows and fields; the Parquet reader only
+ever fails with TraceError."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pandas as pd
+import pytest
+from conftest import make_trace
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pricing.catalog import M4
+from stratus.errors import TraceError
+from traces.schema import Trace, fit_to_catalog, validate_frame
+
+
+def frame(**over):
+    df = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0), (1, 1, 5.0, 20.0, 2.0, 4.0),
+                     (2, 0, 3.0, 30.0, 0.5, 2.0)]).frame
+    for k, v in over.items():
+        df[k] = v
+    return df
+
+
+@pytest.mark.parametrize("col, values, message", [
+    ("runtime_s", [10.0, -1.0, 5.0], "runtime_s must be > 0"),
+    ("cpu", [1.0, "x", 1.0], "column 'cpu' is not a number"),
+    ("mem_gib", [1.0, None, 1.0], "column 'mem_gib' is empty"),
+    ("task_id", [0, 0, 0], "duplicate \\(job_id, task_id\\)"),
+    ("priority", [0, 1.5, 0], "must be an integer"),
+])
+def test_validation_names_the_row_and_field(col, values, message):
+    df = frame()
+    df[col] = values
+    with pytest.raises(TraceError, match=message):
+        validate_frame(df, "f.csv")
+
+
+def test_missing_column_is_named():
+    with pytest.raises(TraceError, match="missing required column\\(s\\) runtime_s"):
+        validate_frame(frame().drop(columns=["runtime_s"]), "f.csv")
+
+
+def test_oversized_tasks_refused_or_dropped_and_counted():
+    tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0), (2, 0, 0.0, 10.0, 80.0, 1.0),
+                     (2, 1, 0.0, 10.0, 1.0, 1.0)])
+    with pytest.raises(TraceError, match="larger than every m4 instance type"):
+        fit_to_catalog(tr, M4, drop=False)
+    kept = fit_to_catalog(tr, M4, drop=True)
+    assert kept.n_jobs == 1 and kept.n_tasks == 1  # the whole job with the big task goes
+    assert kept.meta["load_report"]["dropped"] == {"jobs with a task larger than every m4 type": 1}
+
+
+def test_parquet_round_trip(tmp_path):
+    tr = Trace(frame(), name="x")
+    tr.to_parquet(tmp_path / "t.parquet")
+    back = Trace.from_parquet(tmp_path / "t.parquet")
+    assert back.name == "x"
+    pd.testing.assert_frame_equal(back.frame, tr.frame)
+
+
+@settings(max_examples=120)
+@given(st.data())
+def test_corrupt_parquet_gives_a_trace_or_trace_error(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("pq") / "t.parquet"
+    Trace(frame(), name="x").to_parquet(path)
+    raw = bytearray(path.read_bytes())
+    how = data.draw(st.sampled_from(["flip", "truncate", "garbage"]))
+    if how == "flip":
+        for _ in range(data.draw(st.integers(1, 8))):
+            i = data.draw(st.integers(0, len(raw) - 1))
+            raw[i] ^= 1 << data.draw(st.integers(0, 7))
+    elif how == "truncate":
+        raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+    else:
+        raw = bytearray(data.draw(st.binary(max_size=200)))
+    path.write_bytes(bytes(raw))
+    with contextlib.suppress(TraceError):  # anything else fails the test
+        Trace.from_parquet(path)
