@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -263,43 +264,7 @@ def test_nasa_truncated_gzip_names_the_line(tmp_path):
 
 KINDS = ("flip", "truncate", "garbage_line", "drop_field", "extra_field", "non_utf8",
          "dup_line", "blank_line", "nan_field")
-
-
-def corrupt(data: bytes, ops: list[tuple[str, int, bytes]], sep: bytes | None = None) -> bytes:
-    """Apply (kind, position, junk) corruptions to a text file's bytes."""
-    for kind, pos, junk in ops:
-        lines = data.split(b"\n")
-        li = pos % len(lines)
-        at = pos % (len(data) + 1)
-        fields = lines[li].split(sep)
-        if kind == "flip" and data:
-            at %= len(data)
-            data = data[:at] + bytes([data[at] ^ (junk[0] or 0x20)]) + data[at + 1:]
-        elif kind == "truncate":
-            data = data[:at]
-        elif kind == "non_utf8":
-            data = data[:at] + b"\xff\xc3" + data[at:]
-        else:
-            if kind == "garbage_line":
-                lines.insert(li, junk)
-            elif kind == "drop_field" and fields:
-                del fields[pos % len(fields)]
-                lines[li] = (sep or b" ").join(fields)
-            elif kind == "extra_field":
-                lines[li] += (sep or b" ") + b"7"
-            elif kind == "dup_line":
-                lines.insert(li, lines[li])
-            elif kind == "blank_line":
-                lines.insert(li, b"")
-            elif kind == "nan_field" and fields:
-                fields[pos % len(fields)] = junk if junk[:1].isalpha() else b"nan"
-                lines[li] = (sep or b" ").join(fields)
-            data = b"\n".join(lines)
-    return data
-
-
-OPS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6),
-                         st.binary(min_size=1, max_size=6)), min_size=1, max_size=3)
+OPS = ops(KINDS)
 
 
 def _only_trace_or_trace_error(path: Path) -> None:
@@ -315,7 +280,7 @@ def _only_trace_or_trace_error(path: Path) -> None:
 @given(ops=OPS)
 def test_fuzz_plain(tmp_path_factory, ops):
     path = tmp_path_factory.mktemp("swf") / "f.swf"
-    path.write_bytes(corrupt(SMALL.read_bytes(), ops))
+    path.write_bytes(corrupt(SMALL.read_bytes(), ops, sep=None))
     _only_trace_or_trace_error(path)
 
 
@@ -325,7 +290,7 @@ def test_fuzz_plain(tmp_path_factory, ops):
        cut=st.one_of(st.none(), st.integers(0, 400)), flip=st.one_of(st.none(),
                                                                      st.integers(0, 400)))
 def test_fuzz_gzip(tmp_path_factory, ops, cut, flip):
-    gz = bytearray(gzip.compress(corrupt(SMALL.read_bytes(), ops), mtime=0))
+    gz = bytearray(gzip.compress(corrupt(SMALL.read_bytes(), ops, sep=None), mtime=0))
     if flip is not None:
         gz[flip % len(gz)] ^= 0x41
     if cut is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from corrupt import corrupt, ops
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -232,43 +233,7 @@ def test_only_dropped_jobs_is_an_error(tmp_path):
 
 KINDS = ("flip", "truncate", "garbage_line", "drop_field", "extra_field", "non_utf8",
          "dup_line", "blank_line", "text_field")
-
-
-def corrupt(data: bytes, ops: list[tuple[str, int, bytes]]) -> bytes:
-    """Apply (kind, position, junk) corruptions to a CSV file's bytes."""
-    for kind, pos, junk in ops:
-        lines = data.split(b"\n")
-        li = pos % len(lines)
-        at = pos % (len(data) + 1)
-        fields = lines[li].split(b",")
-        if kind == "flip" and data:
-            at %= len(data)
-            data = data[:at] + bytes([data[at] ^ (junk[0] or 0x20)]) + data[at + 1:]
-        elif kind == "truncate":
-            data = data[:at]
-        elif kind == "non_utf8":
-            data = data[:at] + b"\xff\xc3" + data[at:]
-        else:
-            if kind == "garbage_line":
-                lines.insert(li, junk)
-            elif kind == "drop_field":
-                del fields[pos % len(fields)]
-            elif kind == "extra_field":
-                fields.append(b"7")
-            elif kind == "dup_line":
-                lines.insert(li, lines[li])
-            elif kind == "blank_line":
-                lines.insert(li, b"")
-            elif kind == "text_field":
-                fields[pos % len(fields)] = junk
-            if kind in ("drop_field", "extra_field", "text_field"):
-                lines[li] = b",".join(fields)
-            data = b"\n".join(lines)
-    return data
-
-
-OPS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6),
-                         st.binary(min_size=1, max_size=6)), min_size=1, max_size=3)
+OPS = ops(KINDS)
 
 
 def _only_trace_or_trace_error(path: Path) -> None:
