@@ -446,7 +446,7 @@ class Engine:
             for task in acq.migrate:
                 self._check_migratable(task, None)
             inst = Instance(next(self._iid), itype, acq.market, bid, t)
-            inst.keep = acq.keep
+            inst.keep = inst.was_kept = acq.keep
             self.alive[inst.iid] = inst
             self._push(t + self._spinup(), EV_READY, inst)
             for task in acq.tasks:
@@ -488,6 +488,7 @@ class Engine:
             if inst is None:
                 raise self._bad(f"keep: instance {iid} is not live")
             inst.keep = bool(keep)
+            inst.was_kept |= inst.keep
             self._maybe_release(inst, t)
         if claimed:
             self.pending = [p for p in self.pending if self.state[p.tid] == PENDING]

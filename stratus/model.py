@@ -72,7 +72,7 @@ class Instance:
 
     __slots__ = ("iid", "itype", "market", "bid", "state", "requested_at", "ready_at",
                  "released_at", "free", "keep", "cost", "_tasks", "tasks", "_used_since",
-                 "_used_integral", "hosted", "revoke_at")
+                 "_used_integral", "hosted", "revoke_at", "was_kept")
 
     def __init__(self, iid: int, itype: InstanceType, market: str, bid: float | None,
                  requested_at: float) -> None:
@@ -86,6 +86,7 @@ class Instance:
         self.released_at: float | None = None
         self.free: Vec = itype.capacity
         self.keep = False
+        self.was_kept = False  # a policy asked to keep it idle at some point
         self.cost = 0.0
         self._tasks: dict[int, Task] = {}
         self.tasks = MappingProxyType(self._tasks)

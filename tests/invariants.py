@@ -57,6 +57,17 @@ def check_invariants(trace, res, prices: PriceBook | None = None) -> None:
         assert s <= e
         assert inst.requested_at <= s and e <= inst.released_at, "resources held outside instance life"
         by_inst[iid].append((s, e, req[tid]))
+    for iid, inst in insts.items():
+        # released the moment it has nothing left, unless a policy kept it: its holds cover
+        # its whole billed life, with no idle gap (Stratus §4.1)
+        if inst.was_kept:
+            continue
+        covered = inst.requested_at
+        for s, e, _ in sorted(by_inst[iid], key=lambda h: h[0]):
+            assert s <= covered + 1e-9, f"instance {iid} idle from {covered} to {s} but not released"
+            covered = max(covered, e)
+        assert abs(covered - inst.released_at) < 1e-9, \
+            f"instance {iid} released at {inst.released_at}, last task gone at {covered}"
     for iid, hs in by_inst.items():
         cap = insts[iid].itype.capacity
         events = [(s, 1, r) for s, _, r in hs] + [(e, 0, r) for _, e, r in hs]
