@@ -69,13 +69,8 @@ class Catalog:
             known = ", ".join(self._by_name)
             raise ConfigError(f"unknown instance type {name!r}; catalog {self.name!r} has: {known}") from None
 
-    def largest_fitting(self) -> InstanceType:
-        return self.types[-1]
-
-    def fits_some_type(self, req: tuple[int, ...]) -> bool:
-        return any(all(r <= c for r, c in zip(req, t.capacity)) for t in self.types)
-
     def subset(self, names: Iterable[str]) -> Catalog:
+        """The named types only, e.g. to restrict a replay to a few shapes."""
         return Catalog([self[n] for n in names], name=f"{self.name}-subset")
 
 

@@ -41,10 +41,10 @@ from stratus.model import (
     Instance,
     Task,
 )
-from stratus.resources import SCALE, to_units
+from stratus.resources import request_units
 from stratus.result import ReplayResult
 from stratus.view import ClusterView
-from traces.schema import Trace
+from traces.schema import Trace, fit_to_catalog
 
 # event kinds, in processing order at equal timestamps
 EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_READY, EV_TICK = range(6)
@@ -114,17 +114,8 @@ class Engine:
         self._submit = f["submit_s"].to_numpy(dtype=np.float64)
         self._submit_list = self._submit.tolist()
         self._runtime = f["runtime_s"].tolist()
-        cpu = f["cpu"].to_numpy()
-        mem = f["mem_gib"].to_numpy()
-        reqs = np.stack([np.ceil(cpu * SCALE[0] - 1e-6), np.ceil(mem * SCALE[1] - 1e-6)], axis=1)
-        self._req = [tuple(r) for r in np.maximum(reqs, 0).astype(np.int64).tolist()]
-        big = [i for i, r in enumerate(self._req) if not cfg.catalog.fits_some_type(r)]
-        if big:
-            i = big[0]
-            raise ConfigError(
-                f"{trace.name}: {len(big)} task(s) larger than every {cfg.catalog.name} type, first "
-                f"row {i} (job {f['job_id'].iat[i]}, task {f['task_id'].iat[i]}: "
-                f"{cpu[i]:g} vCPU, {mem[i]:g} GiB); drop them when loading the trace")
+        fit_to_catalog(trace, cfg.catalog, drop=False)  # oversized tasks: an error naming rows
+        self._req = [tuple(r) for r in request_units(f["cpu"], f["mem_gib"]).tolist()]
         job_ids = f["job_id"].to_numpy()
         uniq, job_idx = np.unique(job_ids, return_inverse=True)
         self._job_ids = uniq
@@ -443,6 +434,8 @@ class Engine:
                 bid = self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
             for task in acq.tasks:
                 self._claim_pending(task)
+            if len({t.tid for t in acq.migrate}) != len(acq.migrate):
+                raise self._bad(f"acquisition of {itype.name} lists a task to migrate twice")
             for task in acq.migrate:
                 self._check_migratable(task, None)
             inst = Instance(next(self._iid), itype, acq.market, bid, t)
@@ -611,4 +604,4 @@ def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides
     return Engine(trace, scheduler, cfg).run()
 
 
-__all__ = ["Engine", "ReplayConfig", "replay", "to_units"]
+__all__ = ["Engine", "ReplayConfig", "replay"]

@@ -1,13 +1,13 @@
-"""Data model: tasks, jobs, instances.
+"""Data model: tasks and instances (jobs are tasks sharing a job id; per-job results are
+in ReplayResult.jobs).
 
-Tasks and jobs come from a trace and never change. Instances belong to the engine:
+Tasks come from a trace and never change. Instances belong to the engine:
 policies see them through the read-only cluster view and must not mutate them (the
 engine validates every decision, so a policy that does is caught as a bug).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from pricing.catalog import InstanceType
@@ -51,17 +51,6 @@ class Task:
         return f"Task(tid={self.tid}, job={self.job}.{self.index}, req={self.req})"
 
 
-@dataclass(frozen=True)
-class Job:
-    """A job: the tasks submitted together under one id."""
-
-    job_id: int
-    user: str
-    job_name: str
-    submit: float
-    task_ids: tuple[int, ...]
-
-
 class Instance:
     """A rented virtual machine. Engine-owned; read-only to policies.
 
@@ -99,17 +88,6 @@ class Instance:
     @property
     def capacity(self) -> Vec:
         return self.itype.capacity
-
-    @property
-    def is_ready(self) -> bool:
-        return self.state == READY
-
-    @property
-    def alive(self) -> bool:
-        return self.state != RELEASED
-
-    def used(self) -> Vec:
-        return tuple(c - f for c, f in zip(self.itype.capacity, self.free))
 
     def __repr__(self) -> str:
         return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "

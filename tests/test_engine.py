@@ -11,7 +11,7 @@ from pricing.catalog import M4
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
-from stratus.errors import ConfigError, DecisionError, StratusError
+from stratus.errors import ConfigError, DecisionError, StratusError, TraceError
 
 
 def cfg(**kw):
@@ -119,7 +119,7 @@ def test_migration_to_running_instance_starts_at_once():
 
 
 @pytest.mark.parametrize("bad", ["unknown-task", "not-pending", "overfull", "release-busy",
-                                 "bad-market", "dead-instance", "migrate-pending"])
+                                 "bad-market", "dead-instance", "migrate-pending", "migrate-twice"])
 def test_invalid_decisions_raise(bad):
     tr = make_trace([(1, 0, 0.0, 1000.0, 2.0, 8.0), (2, 0, 0.0, 1000.0, 2.0, 8.0)])
     state = {}
@@ -147,6 +147,8 @@ def test_invalid_decisions_raise(bad):
         elif bad == "dead-instance":
             from stratus.model import Instance
             d.migrations.append(Migrate(t0, Instance(77, M4["m4.large"], "on-demand", None, 0.0)))
+        elif bad == "migrate-twice":
+            d.acquisitions.append(Acquire(M4["m4.xlarge"], "on-demand", [], [t0, t0]))
         elif bad == "migrate-pending":
             d.acquisitions.append(Acquire(M4["m4.xlarge"], "on-demand", [], [t0]))
             d.acquisitions.append(Acquire(M4["m4.xlarge"], "on-demand", [], [t0]))
@@ -157,7 +159,7 @@ def test_invalid_decisions_raise(bad):
 
 def test_task_larger_than_every_type_is_refused_with_its_row():
     tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0), (7, 3, 5.0, 10.0, 65.0, 1.0)])
-    with pytest.raises(ConfigError, match=r"row 1 \(job 7, task 3: 65 vCPU"):
+    with pytest.raises(TraceError, match=r"larger than every m4 instance type.* row 1 \(job 7, task 3\)"):
         replay(tr, "task-per-instance", cfg())
 
 

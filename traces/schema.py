@@ -219,13 +219,12 @@ class Trace:
 
 def oversized_mask(trace: Trace, catalog) -> np.ndarray:
     """Rows whose request fits no instance type of ``catalog`` (in integer units)."""
-    from stratus.resources import SCALE
+    from stratus.resources import request_units
 
-    cpu = np.ceil(trace.column("cpu") * SCALE[0] - 1e-6)
-    mem = np.ceil(trace.column("mem_gib") * SCALE[1] - 1e-6)
+    req = request_units(trace.column("cpu"), trace.column("mem_gib"))
     fits_any = np.zeros(len(trace), dtype=bool)
     for t in catalog:
-        fits_any |= (cpu <= t.capacity[0]) & (mem <= t.capacity[1])
+        fits_any |= (req <= np.asarray(t.capacity)).all(axis=1)
     return ~fits_any
 
 
