@@ -95,6 +95,13 @@ from pathlib import Path
 
 from stratus.errors import ConfigError, TraceError
 from traces.schema import LoadReport, Trace
+from traces.tables import (
+    check_options,
+    option_choice,
+    option_float,
+    option_int,
+    option_text,
+)
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 TS_AFTER = 2**63 - 1
@@ -146,6 +153,7 @@ TASK_REASONS = {
 MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$",
                        re.IGNORECASE)
 MIN_MEMORY_BYTES = 128e6
+FORMAT = "google2011"
 OPTION_NAMES = ("window_start_s", "window_hours", "window_end_s", "terminal", "memory_limit",
                 "threads", "temp_directory")
 
@@ -164,32 +172,6 @@ class Options:
     temp_directory: str | None = None
 
 
-def _number(options: dict, name: str, positive: bool = False) -> float | None:
-    raw = options.get(name)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"google2011 option {name}={raw!r}: not a number") from None
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        need = "> 0" if positive else ">= 0"
-        raise ConfigError(f"google2011 option {name}={raw!r}: must be finite and {need}")
-    return value
-
-
-def _threads(raw) -> int | None:
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        n = int(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"google2011 option threads={raw!r}: not an integer") from None
-    if n < 1:
-        raise ConfigError(f"google2011 option threads={raw!r}: must be >= 1")
-    return n
-
-
 def memory_bytes(text: str) -> float:
     """'512MB' -> bytes, as DuckDB reads it (KB = 1000, KiB = 1024); ConfigError if bad."""
     m = MEMORY_RE.match(str(text))
@@ -203,13 +185,10 @@ def memory_bytes(text: str) -> float:
 
 def parse_options(options: dict) -> Options:
     """Convert option strings; ConfigError names the bad option."""
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise ConfigError(f"google2011: unknown option(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(OPTION_NAMES)}")
-    start = _number(options, "window_start_s")
-    hours = _number(options, "window_hours", positive=True)
-    end = _number(options, "window_end_s")
+    check_options(FORMAT, options, OPTION_NAMES)
+    start = option_float(FORMAT, options, "window_start_s", None)
+    hours = option_float(FORMAT, options, "window_hours", None, inclusive=False)
+    end = option_float(FORMAT, options, "window_end_s", None)
     if hours is not None and end is not None:
         raise ConfigError("google2011: give window_hours or window_end_s, not both")
     if hours is not None:
@@ -217,20 +196,17 @@ def parse_options(options: dict) -> Options:
     if end is not None and end <= (start or 0.0):
         raise ConfigError(f"google2011 option window_end_s={end:g}: must be after "
                           f"window_start_s={start or 0.0:g}")
-    terminal = str(options.get("terminal", "any")).strip().lower()
-    if terminal not in ("any", "finish"):
-        raise ConfigError(f"google2011 option terminal={options.get('terminal')!r}: "
-                          "use 'any' (keep FAIL/KILL) or 'finish'")
-    memory = str(options.get("memory_limit", DEFAULT_MEMORY_LIMIT))
+    terminal, _ = option_choice(FORMAT, options, "terminal", {"any": 0, "finish": 1}, "any")
+    memory = option_text(FORMAT, options, "memory_limit", DEFAULT_MEMORY_LIMIT)
     if memory_bytes(memory) < MIN_MEMORY_BYTES:
         raise ConfigError(f"google2011 option memory_limit={memory!r}: need at least 128MB "
                           "(DuckDB's CSV and gzip buffers alone take most of 64MB)")
-    temp = options.get("temp_directory")
     return Options(
         start_us=None if start is None else int(round(start * 1e6)),
         end_us=None if end is None else int(round(end * 1e6)),
-        finish_only=terminal == "finish", memory_limit=memory.strip(),
-        threads=_threads(options.get("threads")), temp_directory=str(temp) if temp else None)
+        finish_only=terminal == "finish", memory_limit=memory,
+        threads=option_int(FORMAT, options, "threads", None, minimum=1),
+        temp_directory=option_text(FORMAT, options, "temp_directory", None))
 
 
 # --- input files -----------------------------------------------------------------------

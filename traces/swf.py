@@ -49,7 +49,8 @@ import numpy as np
 import pandas as pd
 
 from stratus.errors import TraceError
-from traces.generic import (
+from traces.schema import LoadReport, Trace
+from traces.tables import (
     GZIP_MAGIC,
     MAX_EXACT_INT,
     check_options,
@@ -58,7 +59,6 @@ from traces.generic import (
     optional_times,
     sniff,
 )
-from traces.schema import LoadReport, Trace
 
 FORMAT = "swf"
 N_FIELDS = 18

@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 
 from stratus.errors import ConfigError, TraceError
-from traces.generic import (
+from traces.schema import LoadReport, Trace
+from traces.tables import (
     Table,
     check_options,
     drop_blank,
@@ -61,7 +62,6 @@ from traces.generic import (
     strings,
     table_kind,
 )
-from traces.schema import LoadReport, Trace
 
 FORMAT = "umass"
 COLUMNS = ("userid", "wallclock_runtime_sec", "wallclock_limit_sec", "num_cores",
