@@ -29,6 +29,12 @@ from stratus.view import ClusterView
 _REL_TIE = 1e-12
 
 
+def _better(score: float, k: int, best_score: float, best_k: int) -> bool:
+    """Higher score wins; equal scores (within float noise) go to the larger group."""
+    return score > best_score * (1 + _REL_TIE) or (score >= best_score * (1 - _REL_TIE)
+                                                    and k > best_k)
+
+
 def normalized_used_constraining(group: Sequence[int], cap: Sequence[int],
                                  smallest: Sequence[int]) -> float:
     """The group's request in the dimension it uses most of on ``cap``, in units of the
@@ -62,7 +68,7 @@ def best_group(tasks: Sequence[Task], caps: Sequence[Sequence[int]], prices: Seq
                     first += 1
                 continue
             score = normalized_used_constraining(agg, cap, smallest) / prices[ti]
-            if score > best[0] * (1 + _REL_TIE) or (score >= best[0] * (1 - _REL_TIE) and k > best[1]):
+            if _better(score, k, best[0], best[1]):
                 best = (score, k, ti)
     return best
 
@@ -96,8 +102,7 @@ class CostEfficiencyScaler:
                 if b not in cache:
                     cache[b] = best_group(by_bin[b], caps, prices, smallest, largest)
                 score, k, ti = cache[b]
-                if choice is None or score > choice[0] * (1 + _REL_TIE) or (
-                        score >= choice[0] * (1 - _REL_TIE) and k > choice[1]):
+                if choice is None or _better(score, k, choice[0], choice[1]):
                     choice = (score, k, ti, b)
             _, k, ti, b = choice
             group = by_bin[b][:k]

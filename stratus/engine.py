@@ -150,6 +150,7 @@ class Engine:
 
         self.pending: list[Task] = []
         self.alive: dict[int, Instance] = {}
+        self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
         self.released: list[Instance] = []
         self.current_price: dict[tuple[str, str], float] = {}
         self._heap: list[tuple] = []
@@ -185,6 +186,10 @@ class Engine:
         if not self._spin:
             self._spin = self._rng.uniform(lo, hi, size=4096).tolist()[::-1]
         return self._spin.pop()
+
+    def default_bid(self, itype) -> float:
+        """The spot bid when a policy names none: the on-demand price (Stratus §3.3)."""
+        return self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
 
     def migration_duration(self, task: Task) -> float:
         return task.req[1] * MIB_BITS / self._mig_bits_per_s
@@ -232,6 +237,8 @@ class Engine:
         inst.released_at = t
         inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)
         del self.alive[inst.iid]
+        if inst.market == SPOT:
+            del self._spot_live[inst.itype.name][inst.iid]
         self.released.append(inst)
 
     def _maybe_release(self, inst: Instance, t: float) -> None:
@@ -337,9 +344,8 @@ class Engine:
         if nxt < math.inf:
             self._push(nxt, EV_PRICE, key)
         if key[1] == SPOT:
-            for inst in self.alive.values():
-                if (inst.market == SPOT and inst.itype.name == key[0] and inst.revoke_at is None
-                        and price > inst.bid):
+            for inst in self._spot_live.get(key[0], {}).values():
+                if inst.revoke_at is None and price > inst.bid:
                     inst.revoke_at = t + SPOT_WARNING_S
                     self._push(inst.revoke_at, EV_REVOKE, inst)
 
@@ -431,7 +437,7 @@ class Engine:
                 raise self._bad(f"tasks of {tuple(total)} do not fit a {itype.name} {itype.capacity}")
             bid = acq.bid
             if acq.market == SPOT and bid is None:
-                bid = self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
+                bid = self.default_bid(itype)
             for task in acq.tasks:
                 self._claim_pending(task)
             if len({t.tid for t in acq.migrate}) != len(acq.migrate):
@@ -441,6 +447,8 @@ class Engine:
             inst = Instance(next(self._iid), itype, acq.market, bid, t)
             inst.keep = inst.was_kept = acq.keep
             self.alive[inst.iid] = inst
+            if acq.market == SPOT:
+                self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
             self._push(t + self._spinup(), EV_READY, inst)
             for task in acq.tasks:
                 self.loc[task.tid] = inst

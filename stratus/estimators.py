@@ -77,15 +77,15 @@ class NoisyEstimator(Estimator):
 
 def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
     """(submit, end if run at once, tasks) per job of a canonical frame, by submit time."""
-    from stratus.resources import to_units
+    from stratus.resources import request_units
 
     out: dict[int, tuple[float, float, list[Task]]] = {}
+    reqs = map(tuple, request_units(frame["cpu"], frame["mem_gib"]).tolist())
     cols = zip(range(len(frame)), frame["job_id"].tolist(), frame["task_id"].tolist(),
-               frame["submit_s"].tolist(), frame["runtime_s"].tolist(), frame["cpu"].tolist(),
-               frame["mem_gib"].tolist(), frame["user"].tolist(), frame["job_name"].tolist(),
-               frame["priority"].tolist())
-    for tid, job, idx, sub, rt, cpu, mem, user, name, prio in cols:
-        t = Task(tid, job, idx, sub, rt, to_units(cpu, mem), str(user), str(name), prio)
+               frame["submit_s"].tolist(), frame["runtime_s"].tolist(), reqs,
+               frame["user"].tolist(), frame["job_name"].tolist(), frame["priority"].tolist())
+    for tid, job, idx, sub, rt, req, user, name, prio in cols:
+        t = Task(tid, job, idx, sub, rt, req, str(user), str(name), prio)
         rec = out.get(job)
         if rec is None:
             out[job] = (sub, sub + rt, [t])

@@ -54,6 +54,7 @@ class HistoryEstimator(Estimator):
         self.error_window = error_window
         self.default_s = default_s
         self.pairs = [(a, s) for a in ATTRIBUTES for s in STATISTICS]
+        self._specificity = {p: i for i, p in enumerate(self.pairs)}
         self.groups: dict[tuple[str, Key], deque] = {}
         self.errors: dict[tuple[str, str], deque] = {p: deque(maxlen=error_window) for p in self.pairs}
         self._err_median: dict[tuple[str, str], float] = {}
@@ -64,9 +65,6 @@ class HistoryEstimator(Estimator):
         self.log: list[tuple[float, float]] = []  # (estimate, actual mean task runtime) per job
         self.chosen: dict[str, int] = {}
         self.warmup_jobs = 0
-
-    def bind(self, trace) -> None:
-        pass
 
     def fit(self, history) -> HistoryEstimator:
         """Warm up on past jobs (a Trace or canonical frame), replayed online: each job is
@@ -85,7 +83,7 @@ class HistoryEstimator(Estimator):
     # --- prediction ----------------------------------------------------------------------
     def _rank(self, pair) -> tuple:
         m = self._err_median.get(pair)
-        return (0, m) if m is not None else (1, self.pairs.index(pair))
+        return (0, m) if m is not None else (1, self._specificity[pair])
 
     def _predict_job(self, t: Task) -> float:
         cands = []

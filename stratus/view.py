@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pricing.catalog import Catalog, InstanceType
-from pricing.prices import ON_DEMAND, SPOT
+from pricing.prices import SPOT
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 
@@ -115,7 +115,7 @@ class ClusterView:
 
     def bid(self, itype: InstanceType) -> float:
         """The default spot bid: the type's on-demand price (Stratus §3.3)."""
-        return self._e.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
+        return self._e.default_bid(itype)
 
     def acquirable_types(self) -> list[InstanceType]:
         """Types worth acquiring now in the replay's market: on spot, those whose price is
@@ -124,5 +124,4 @@ class ClusterView:
         if e.cfg.market != SPOT:
             return list(e.cfg.catalog)
         cp = e.current_price
-        return [t for t in e.cfg.catalog
-                if cp[(t.name, SPOT)] <= cp.get((t.name, ON_DEMAND), t.ondemand_hourly)]
+        return [t for t in e.cfg.catalog if cp[(t.name, SPOT)] <= e.default_bid(t)]
