@@ -119,9 +119,7 @@ def _report_load(trace) -> None:
     if rep and (rep.get("dropped") or rep.get("notes")):
         from traces.schema import LoadReport
 
-        lr = LoadReport(rep.get("source", trace.name), rep.get("rows_read", 0),
-                        dict(rep.get("dropped", {})), list(rep.get("notes", [])))
-        for line in lr.lines():
+        for line in LoadReport.from_dict(rep, trace.name).lines():
             print(line, file=sys.stderr)
 
 

@@ -61,6 +61,5 @@ def convert_file(path: Path, fmt: str, out: Path) -> LoadReport:
     trace.to_parquet(out)
     rep = trace.meta.get("load_report")
     if isinstance(rep, dict):
-        return LoadReport(rep.get("source", str(path)), rep.get("rows_read", len(trace)),
-                          dict(rep.get("dropped", {})), list(rep.get("notes", [])))
+        return LoadReport.from_dict(rep, str(path), len(trace))
     return LoadReport(str(path), len(trace))

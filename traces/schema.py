@@ -127,6 +127,12 @@ class LoadReport:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+    @classmethod
+    def from_dict(cls, d: Mapping, source: str = "", rows: int = 0) -> LoadReport:
+        """Back from ``as_dict`` (as kept in a trace's meta)."""
+        return cls(d.get("source", source), d.get("rows_read", rows), dict(d.get("dropped", {})),
+                   list(d.get("notes", [])))
+
     def as_dict(self) -> dict:
         return {"source": self.source, "rows_read": self.rows_read, "dropped": dict(self.dropped),
                 "notes": list(self.notes)}
@@ -235,17 +241,13 @@ def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
     if not bad.any():
         return trace
     if not drop:
-        err = _bad_rows(trace.name, trace.frame, bad,
+        raise _bad_rows(trace.name, trace.frame, bad,
                         f"task larger than every {catalog.name} instance type "
                         f"(largest {catalog.types[-1].name}); pass --drop-oversized to drop such jobs")
-        raise err
     f = trace.frame
     bad_jobs = np.unique(f["job_id"].to_numpy()[bad])
     keep = ~f["job_id"].isin(bad_jobs).to_numpy()
-    report = dict(trace.meta.get("load_report") or {"source": trace.name, "rows_read": len(f),
-                                                     "dropped": {}, "notes": []})
-    dropped = dict(report.get("dropped", {}))
-    dropped[f"jobs with a task larger than every {catalog.name} type"] = int(bad_jobs.size)
-    report["dropped"] = dropped
-    meta = dict(trace.meta, load_report=report)
+    report = LoadReport.from_dict(trace.meta.get("load_report") or {}, trace.name, len(f))
+    report.drop(f"jobs with a task larger than every {catalog.name} type", int(bad_jobs.size))
+    meta = dict(trace.meta, load_report=report.as_dict())
     return Trace(f[keep].reset_index(drop=True), name=trace.name, meta=meta, validated=True)
