@@ -72,7 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", dest="fmt", help="input format (see `stratus traces formats`)")
     p.add_argument("-o", "--output", required=True, help="output .parquet")
     p.add_argument("--json", action="store_true")
-    p = tr.add_parser("describe", help="jobs, tasks, runtimes, shapes, offered load of a trace")
+    p = tr.add_parser("describe", help="jobs, tasks, runtimes, requests, priorities, arrivals, "
+                                      "offered load of a trace")
     p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
     p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")

@@ -105,6 +105,18 @@ def test_describe_the_real_nasa_log(capsys):
     assert doc["load_report"]["dropped"] == {}
 
 
+def test_describe_table_shows_the_nested_figures(capsys):
+    # half an hour of M/M/s: no whole hour of arrivals, so no peak-to-trough ratio ("-")
+    args = ["traces", "describe", "synthetic:mms", "--hours", "0.5"]
+    doc = json.loads(run_cli(capsys, *args, "--json")[1])
+    code, table, _ = run_cli(capsys, *args)
+    rows = dict(line.rsplit(None, 1) for line in table.splitlines()[2:])
+    assert code == 0 and rows["arrivals_per_hour.peak_to_trough"] == "-"
+    assert doc["arrivals_per_hour"]["peak_to_trough"] is None
+    assert rows["priority_share.free"] == "1.0000" and rows["cpu_request.p10"] == "2.0000"
+    assert rows["single_task_job_share"] == "1.0000" and "runtime_s.p10" in rows
+
+
 def test_one_malformed_line_is_one_error_naming_it(tmp_path, capsys):
     import gzip
 
