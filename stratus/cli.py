@@ -67,10 +67,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("traces", help="convert and characterize traces").add_subparsers(
         dest="traces_cmd", required=True)
-    p = tr.add_parser("convert", help="write a trace file as canonical Parquet (streams big inputs)")
-    p.add_argument("input", help="trace file (or the Google 2011 directory)")
+    p = tr.add_parser("convert", help="write a trace as canonical Parquet (streams big inputs)")
+    p.add_argument("input", help="trace file, the Google 2011 directory or synthetic:NAME[?k=v&...]")
     p.add_argument("--format", dest="fmt", help="input format (see `stratus traces formats`)")
     p.add_argument("-o", "--output", required=True, help="output .parquet")
+    p.add_argument("--force", action="store_true", help="replace the output if it exists")
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("describe", help="jobs, tasks, runtimes, requests, priorities, arrivals, "
                                       "offered load of a trace")
@@ -251,20 +252,16 @@ def _traces_convert(args) -> int:
     import time
     from pathlib import Path
 
-    from traces.loaders import convert_file
-    from traces.spec import guess_format
-
-    src = Path(args.input)
-    if not src.exists():
-        raise StratusError(f"{src}: no such file or directory")
-    t0 = time.perf_counter()
-    rep = convert_file(src, args.fmt or guess_format(src), Path(args.output))
     import pyarrow.parquet as pq
 
+    from traces.loaders import convert_trace
+
+    t0 = time.perf_counter()
+    rep = convert_trace(args.input, args.fmt, Path(args.output), force=args.force)
     rows = pq.ParquetFile(args.output).metadata.num_rows
     for line in rep.lines():
         print(line, file=sys.stderr)
-    out = {"input": str(src), "output": args.output, "tasks": rows,
+    out = {"input": args.input, "output": args.output, "tasks": rows,
            "seconds": round(time.perf_counter() - t0, 3), "load_report": rep.as_dict()}
     if args.json:
         print(json.dumps(out))
