@@ -160,6 +160,13 @@ class Engine:
         self.n_done = 0
         self.migrations = 0
         self.migration_seconds = 0.0
+        dims = len(cfg.catalog.types[0].capacity)
+        # idle resource-time on ready instances by state (see _touch), and resource-time
+        # held by tasks in transfer (on each end), for the breakdown of the bill
+        self._idle_frag = [0.0] * dims
+        self._idle_low = [0.0] * dims
+        self._idle_single = [0.0] * dims
+        self.transfer_rt = [0.0] * dims
         self.aborted_migrations = 0
         self.revocations = 0
         self.tasks_revoked = 0
@@ -203,15 +210,26 @@ class Engine:
         return t
 
     # ------------------------------------------------------------------ accounting
-    @staticmethod
-    def _touch(inst: Instance, t: float) -> None:
-        """Accrue allocated resource-time up to ``t`` before the instance's load changes."""
+    def _touch(self, inst: Instance, t: float) -> None:
+        """Accrue allocated and idle resource-time up to ``t`` before the instance's load
+        changes. Idle capacity is booked by the instance's state over the interval: below
+        half used in every dimension (the §3.4 clearing threshold: a *low* instance, kept
+        alive by what is left on it), with a single task on it or several; else leftover
+        room on a well-used instance (fragmentation)."""
         if inst.state == READY:
             dt = t - inst._used_since
             if dt > 0:
                 integ = inst._used_integral
-                for d, (c, f) in enumerate(zip(inst.itype.capacity, inst.free)):
+                cap, free = inst.itype.capacity, inst.free
+                low = True
+                for d, (c, f) in enumerate(zip(cap, free)):
                     integ[d] += (c - f) * dt
+                    if 2 * (c - f) >= c:
+                        low = False
+                idle = (self._idle_frag if not low else
+                        self._idle_single if len(inst._tasks) == 1 else self._idle_low)
+                for d, f in enumerate(free):
+                    idle[d] += f * dt
             inst._used_since = t
 
     def _hold(self, inst: Instance, task: Task, t: float) -> None:
@@ -273,6 +291,8 @@ class Engine:
         dur = self.migration_duration(task)
         self.migrations += 1
         self.migration_seconds += dur
+        for d, r in enumerate(task.req):
+            self.transfer_rt[d] += r * dur
         self.n_migrations[tid] += 1
         self._push(t + dur, EV_MIGRATED, tid, self.epoch[tid])
         self._transfer[tid] = (t + dur, len(self.mig_log) if self.mig_log is not None else -1)
@@ -283,6 +303,8 @@ class Engine:
         """A transfer cut short at ``t`` (an end was revoked): count only the time it took."""
         end, k = self._transfer.pop(tid)
         self.migration_seconds -= end - t
+        for d, r in enumerate(self.tasks[tid].req):
+            self.transfer_rt[d] -= r * (end - t)
         self.aborted_migrations += 1
         if k >= 0:
             rec = self.mig_log[k]

@@ -48,12 +48,15 @@ class ReplayResult:
         cost_by_market: dict[str, float] = defaultdict(float)
         provisioned = np.zeros(dims)
         allocated = np.zeros(dims)
+        booting = np.zeros(dims)
         inst_seconds = 0.0
         for inst in insts:
             life = inst.released_at - inst.requested_at
             inst_seconds += life
             cap = np.asarray(inst.itype.capacity, dtype=np.float64)
             provisioned += cap * life
+            up = inst.ready_at if inst.ready_at is not None else inst.released_at
+            booting += cap * (min(up, inst.released_at) - inst.requested_at)
             allocated += np.asarray(inst._used_integral)
             cost_by_type[inst.itype.name] += inst.cost
             cost_by_market[inst.market] += inst.cost
@@ -89,6 +92,11 @@ class ReplayResult:
         rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets, t0, t1)
         lower = fluid_lower_bound(np.asarray(e.seg_start), np.asarray(e.seg_end), reqs, rho_t, rho)
 
+        # resource-time of tasks making progress (run segments), per dimension
+        run_len = np.asarray(e.seg_end) - np.asarray(e.seg_start)
+        progress = (reqs * run_len[:, None]).sum(axis=0) if seg_tid.size else np.zeros(dims)
+        breakdown = _breakdown(e, provisioned, booting, progress, constraining_dim)
+
         est = e.estimator
         summary = {
             "scheduler": getattr(e.scheduler, "name", type(e.scheduler).__name__),
@@ -99,8 +107,11 @@ class ReplayResult:
             "lower_bound_cost_usd": _r(lower),
             "instance_hours": _r(inst_seconds / 3600.0, 4),
             "utilization": {**{d: _r(v, 4) for d, v in util.items()},
-                            "constraining": _r(constraining, 4)},
+                            "constraining": _r(constraining, 4),
+                            **_progress_utilization(e, provisioned, progress)},
             "constraining_resource": constraining_dim,
+            "spinup_share": _r(breakdown["spinup"], 4) if breakdown else None,
+            "billed_breakdown": breakdown,
             "latency": {"p50": _r(percentile(norm_lat, 50), 3),
                         "p95": _r(percentile(norm_lat, 95), 3)},
             "instances_acquired": len(insts),
@@ -133,3 +144,41 @@ class ReplayResult:
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
                      "instances": {i.iid: i for i in insts}, "req": e._req, "prices": e.prices}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def _progress_utilization(e: Engine, provisioned: np.ndarray, progress: np.ndarray) -> dict:
+    """Progress-based utilization: resource-time of tasks making progress, plus tasks in
+    transfer counted once (on their source), over billed resource-time. Unlike the
+    allocation figure it does not count a migrating task twice, and a destination's
+    reservation is waste. ``progress`` is the largest over dimensions, as ``constraining``."""
+    vals = {}
+    for i, d in enumerate(DIMS):
+        num = progress[i] + e.transfer_rt[i]
+        vals[f"progress_{d}"] = num / provisioned[i] if provisioned[i] > 0 else math.nan
+    finite = [v for v in vals.values() if math.isfinite(v)]
+    return {"progress": _r(max(finite), 4) if finite else None,
+            **{k: _r(v, 4) for k, v in vals.items()}}
+
+
+def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress: np.ndarray,
+               dim: str) -> dict:
+    """Where the billed resource-time of the constraining dimension went, as shares that sum
+    to 1: tasks making progress; tasks in transfer, on the source and on the destination;
+    instances booting (spin-up); and idle capacity on ready instances, by the instance's
+    state at the time (see Engine._touch): leftover room on an instance at least half used
+    in some dimension (fragmentation), or an instance below half in every dimension holding
+    one task or several (tails)."""
+    i = DIMS.index(dim) if dim in DIMS else 0
+    total = provisioned[i]
+    if not total > 0:
+        return {}
+    parts = {
+        "progress": progress[i],
+        "transfer_source": e.transfer_rt[i],
+        "transfer_destination": e.transfer_rt[i],
+        "spinup": booting[i],
+        "idle_fragmentation": e._idle_frag[i],
+        "idle_low_one_task": e._idle_single[i],
+        "idle_low_several_tasks": e._idle_low[i],
+    }
+    return {"resource": DIMS[i], **{k: _r(v / total, 4) for k, v in parts.items()}}

@@ -51,25 +51,22 @@ def tjobs(tdays):
 
 # --- volume -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("gen", [google, twosigma])
-def test_day_at_scale_1_has_100k_tasks(gen):
-    # Target: 100_000 * scale tasks expected per day. Task counts are compound Poisson;
-    # their sd is sqrt(E[n^2]/E[n] / 1e5) ~ 3-4% (jobs of up to 3000 tasks), so +-10% is
-    # about 3 sd.
+def test_twosigma_day_at_scale_1_has_100k_tasks_submitted():
+    # Target: 100_000 * scale tasks expected per day, submitted; the whole-job cut (Stratus
+    # §4.2) then drops the jobs that end after the window. Counts are compound Poisson
+    # (sd ~3-4%), the cut a few percent more.
     for s in SEEDS:
-        t = gen.generate(seed=s)
+        t = twosigma.generate(seed=s)
         assert t.meta["expected_tasks"] == pytest.approx(100_000, rel=1e-9)
-        assert abs(len(t) / 100_000 - 1) < 0.10, (s, len(t))
+        assert abs((len(t) + t.meta["cut_tasks"]) / 100_000 - 1) < 0.10, s
 
 
 def test_volume_is_linear_in_scale():
-    # Expected counts are exact in scale and window; scale 3 (sd ~2%) lands within 10%.
+    # Expected counts are exact in scale and window.
     for scale, hours in ((0.1, 24.0), (3.0, 24.0), (1.0, 6.0)):
         t = google.generate(scale=scale, hours=hours, seed=1)
         assert t.meta["expected_tasks"] == pytest.approx(
             programs_expected(scale, hours), rel=1e-9)
-    t = google.generate(scale=3.0, seed=1)
-    assert abs(len(t) / 300_000 - 1) < 0.10
 
 
 def programs_expected(scale: float, hours: float) -> float:
@@ -83,58 +80,90 @@ def programs_expected(scale: float, hours: float) -> float:
     return rate * (d + amp * (np.sin(w * d - ph) - np.sin(-ph)) / w)
 
 
-# --- Google (Stratus §4.2, paper 003 §2) ----------------------------------------------------
+def test_every_job_ends_inside_its_window():
+    # Stratus §4.2: 1-day ranges keep whole jobs only; whole_jobs=0 keeps every submission.
+    for gen in (google, twosigma):
+        t = gen.generate(seed=3, hours=6, scale=0.2)
+        f = t.frame
+        assert ((f["submit_s"] + f["runtime_s"]) <= 6 * 3600).all()
+        assert t.meta["cut_jobs"] > 0
+        raw = gen.generate(seed=3, hours=6, scale=0.2, whole_jobs=0)
+        assert len(raw) == len(t) + t.meta["cut_tasks"]
+        assert ((raw.frame["submit_s"] + raw.frame["runtime_s"]) > 6 * 3600).any()
 
-def test_google_tasks_are_cpu_constrained_on_m4(gdays):
-    # Stratus §4.2 (1): tasks are typically CPU-heavy. m4 gives 4 GiB per vCPU.
+
+# --- Google: the real 2011 window (../shared/data/google-2011/stats.json) ---------------------
+# Targets measured on the first 19 hours of the real trace after Stratus §4.2 filtering and
+# scaling (387,838 tasks, 14,304 jobs; per 24 h ~490k tasks, ~18.1k jobs). Each test holds
+# on three independently drawn clusters; the bands are the (a factor 1.5 on the
+# percentiles) unless said otherwise.
+REAL = {"tasks_per_day": 489_900, "jobs_per_day": 18_068, "single_task_job_share": 0.799,
+        "mean_tasks_per_job": 27.1, "runtime_p50": 492.2, "runtime_p90": 6280.6,
+        "cpu_p50": 1.60, "cpu_p90": 4.40, "mem_p50": 5.84, "mem_p90": 11.94,
+        "free": 0.260, "middle": 0.733, "production": 0.007, "offered_load": 35_311,
+        "cpu_constrained": 0.54}
+
+
+def _within(x: float, target: float, factor: float = 1.5) -> bool:
+    return target / factor <= x <= target * factor
+
+
+def test_google_day_has_the_real_volume_and_job_shape(gdays, gjobs):
+    for s in SEEDS:
+        t, n = gdays[s], gjobs[s]["ntasks"].to_numpy()
+        assert 400_000 <= len(t) <= 600_000, s
+        assert 15_000 <= len(n) <= 23_000, s
+        assert 0.72 <= np.mean(n == 1) <= 0.85, s
+        assert 20 <= n.mean() <= 40, s
+        assert 0.008 <= np.mean(n >= 100) <= 0.1, s  # real: 4.7% of jobs
+        assert n.max() >= 2000, s  # real: 10,500
+
+
+def test_google_task_runtimes_requests_and_priorities(gdays):
     for s, t in gdays.items():
         f = t.frame
-        assert np.mean(f["cpu"] * 4 >= f["mem_gib"]) >= 0.80, s
+        rt, cpu, mem = (f[c].to_numpy() for c in ("runtime_s", "cpu", "mem_gib"))
+        assert _within(np.median(rt), REAL["runtime_p50"]), s
+        assert _within(np.median(cpu), REAL["cpu_p50"]), s
+        assert _within(np.percentile(cpu, 90), REAL["cpu_p90"]), s
+        assert _within(np.median(mem), REAL["mem_p50"]), s
+        assert _within(np.percentile(mem, 90), REAL["mem_p90"]), s
+        assert 0.35 <= np.mean(cpu * 4 >= mem) <= 0.70, s  # real 54% CPU-constrained
+        p = f["priority"].to_numpy()
+        assert abs(np.mean(p <= 1) - REAL["free"]) < 0.08, s
+        assert abs(np.mean((p >= 2) & (p <= 8)) - REAL["middle"]) < 0.08, s
+        assert np.mean(p >= 9) < 0.03, s
+        assert rt.max() <= DAY and rt.min() > 0
 
 
-def test_google_jobs_are_small_with_a_heavy_tail(gjobs):
-    # Stratus §4.2 (2): more than 75% of jobs have < 10 tasks. Tail: jobs of hundreds to
-    # thousands of tasks carry a good share of the tasks.
+def test_google_tail_and_offered_load_over_five_days():
+    # The runtime tail and the offered load are carried by a handful of jobs (the real
+    # window's 10 heaviest jobs hold 54% of its CPU-time), so one day is a noisy sample:
+    # these are checked on the mean over five days of one cluster, within a factor 1.5.
+    from traces.describe import describe
+
+    days = [google.generate(seed=1, start_s=d * DAY) for d in range(5)]
+    load = np.mean([describe(t)["offered_load"]["vcpu"] for t in days])
+    p90 = np.mean([np.percentile(t.frame["runtime_s"], 90) for t in days])
+    assert _within(load, REAL["offered_load"]), load
+    assert _within(p90, REAL["runtime_p90"]), p90
+
+
+def test_google_jobs_under_6_minutes(gjobs):
+    # Paper 003 §2: 65% of Google jobs shorter than 6 minutes (real window: 74%).
     for s, j in gjobs.items():
-        n = j["ntasks"].to_numpy()
-        per_task = np.repeat(n, n)
-        assert np.mean(n < 10) > 0.75, s
-        assert n.max() >= 500, s
-        assert n.max() <= 3000, s
-        assert np.mean(per_task >= 10) >= 0.40, s
-        assert np.mean(per_task >= 100) >= 0.05, s
+        assert 0.6 <= np.mean(j["runtime"] < 360) <= 0.85, s
 
 
-def test_google_tasks_are_short_with_a_long_tail(gdays):
-    # Stratus §4.2 (3): most tasks shorter than two minutes; tail to about a day (1-day
-    # windows drop longer jobs), with >= 0.5% of tasks over an hour.
+def test_google_arrivals_are_bursty(gdays):
+    # Real window: task arrivals per hour p10 12.9k, p90 30.1k (max/min 4.2); a quarter of
+    # jobs arrive at the same instant as the previous one (batches).
     for s, t in gdays.items():
-        rt = t.frame["runtime_s"].to_numpy()
-        assert np.mean(rt < 120) > 0.50, s
-        assert np.mean(rt > 3600) >= 0.005, s
-        assert DAY / 2 <= rt.max() <= DAY, s
-        assert rt.min() > 0
-
-
-def test_google_about_65_percent_of_jobs_under_6_minutes(gjobs):
-    # Paper 003 §2: 65% of Google jobs shorter than 6 minutes. ~23k jobs a day, so the
-    # sampling sd is < 1%; the band allows for which programs a cluster draws.
-    for s, j in gjobs.items():
-        assert 0.55 <= np.mean(j["runtime"] < 360) <= 0.75, s
-
-
-def _peak_trough(jobs: pd.DataFrame, peak_hour: float) -> float:
-    hod = (jobs["submit"].to_numpy() % DAY) / 3600
-    dist = lambda h: np.abs((hod - h + 12) % 24 - 12)  # noqa: E731  (hours from h, circular)
-    return np.sum(dist(peak_hour) < 2) / np.sum(dist(peak_hour + 12) < 2)
-
-
-def test_google_arrivals_are_diurnal_ratio_2(gjobs):
-    # Target: sinusoidal job arrival rate, peak/trough 2, peak 14:00. Over the 4 h around
-    # peak vs trough the expected count ratio is (1 + a*0.955)/(1 - a*0.955) = 1.93 with
-    # a = 1/3; with ~5k and ~2.6k jobs in those windows its sd is ~0.05.
-    for s, j in gjobs.items():
-        assert 1.7 <= _peak_trough(j, 14.0) <= 2.2, s
+        sub = t.frame["submit_s"].to_numpy()
+        per_hour = np.bincount((sub // 3600).astype(np.int64))
+        assert np.percentile(per_hour, 90) / np.percentile(per_hour, 10) >= 1.8, s
+        job_sub = np.sort(t.frame.drop_duplicates("job_id")["submit_s"].to_numpy())
+        assert 0.15 <= np.mean(np.diff(job_sub) == 0) <= 0.35, s
 
 
 def test_tasks_of_a_job_share_submit_and_request(gdays, tdays):
@@ -147,11 +176,21 @@ def test_tasks_of_a_job_share_submit_and_request(gdays, tdays):
         assert (g["task_id"].max() + 1 == g.size()).all()
 
 
-@pytest.mark.parametrize("days", ["gdays", "tdays"])
-def test_task_runtimes_jitter_around_the_job_with_sigma_02(days, request):
-    # Target: task runtime = job runtime * lognormal(sigma 0.2). Pooled within-job sd of
-    # ln(runtime) over jobs of >= 10 tasks (tens of thousands of tasks: sd error < 0.005).
-    for t in request.getfixturevalue(days).values():
+def test_google_tasks_of_a_job_are_aligned(gdays):
+    # Real window, jobs of >= 10 tasks: the median job has a within-job sd of ln(runtime)
+    # of 0.04-0.3 by size class, and its longest task runs ~1.5x its median one.
+    for s, t in gdays.items():
+        f = t.frame[t.frame.groupby("job_id")["task_id"].transform("size") >= 10]
+        lr = np.log(f["runtime_s"])
+        g = lr.groupby(f["job_id"])
+        assert 0.01 <= g.std().median() <= 0.3, s
+        assert 0.05 <= (g.max() - g.median()).median() <= 0.6, s
+
+
+def test_task_runtimes_jitter_around_the_job_with_sigma_02(tdays):
+    # TwoSigma target: task runtime = job runtime * lognormal(sigma 0.2). Pooled within-job
+    # sd of ln(runtime) over jobs of >= 10 tasks.
+    for t in tdays.values():
         f = t.frame[t.frame.groupby("job_id")["task_id"].transform("size") >= 10]
         lr = np.log(f["runtime_s"])
         dev = lr - lr.groupby(f["job_id"]).transform("mean")
@@ -185,45 +224,28 @@ def _history_error(jobs: pd.DataFrame) -> float:
 
 
 def test_recurring_programs_and_zipf_users(gjobs, tjobs):
-    # Target: each job runs a program owned by a user; a few hundred Zipf-like users at
-    # scale 1; runs of a program vary with lognormal sigma 0.4 (Google) / 0.9 (TwoSigma).
-    # Mean of a job's log task runtimes adds sigma 0.2/sqrt(n): Google's single-task jobs
-    # give sqrt(0.4^2 + 0.2^2) = 0.45.
+    # Real window: 144 users in 19 h, the top one submitting 13% of jobs; 79% of jobs run a
+    # name seen again in the window; runs of a name vary with ln-sd ~0.25-0.27 (median over
+    # names). The generator: 150 users, run-to-run sigma 0.3 (TwoSigma: 0.9).
     for j in gjobs.values():
         users = j["user"].value_counts().to_numpy()
-        assert 150 <= users.size <= 500
-        assert users[: users.size // 10].sum() / users.sum() >= 0.5  # top 10% submit most
-        assert j["name"].value_counts().iloc[0] >= 50  # programs recur within a day
-        assert 0.38 <= _within_program_sd(j) <= 0.48
+        assert 100 <= users.size <= 200
+        assert 0.08 <= users[0] / users.sum() <= 0.3
+        names = j["name"].value_counts()
+        assert 0.7 <= names[names > 1].sum() / names.sum() <= 0.9
+        assert 0.25 <= _within_program_sd(j) <= 0.4
     for j in tjobs.values():
         assert 0.8 <= _within_program_sd(j) <= 1.0
 
 
 def test_history_estimates_worse_for_twosigma(gjobs, tjobs):
     # Stratus §4.2 / Fig. 3b: JVuPredict is moderately accurate on Google and significantly
-    # less so on TwoSigma. Measured ~0.35 (Google) vs ~0.85 (TwoSigma).
+    # less so on TwoSigma.
     for s in SEEDS:
         g, t = _history_error(gjobs[s]), _history_error(tjobs[s])
         assert g < 0.5, s
         assert t > 0.6, s
         assert t > 1.5 * g, s
-
-
-def test_google_priorities_are_small_and_mostly_low(gjobs):
-    # Google 2011 priorities are 0..11; batch mostly in the low bands (0..8).
-    for j in gjobs.values():
-        p = j["priority"].to_numpy()
-        assert p.min() >= 0 and p.max() <= 11
-        assert np.mean(p <= 8) >= 0.8
-
-
-def test_google_request_sizes(gdays):
-    # Target: Google 2011 requests scaled to 64 vCPU / 256 GiB: most tasks 0.1..4 vCPU,
-    # memory mostly < 8 GiB.
-    for t in gdays.values():
-        f = t.frame
-        assert np.mean(f["cpu"].between(0.1, 4.0)) >= 0.8
-        assert np.mean(f["mem_gib"] < 8) >= 0.9
 
 
 @pytest.mark.parametrize("gen", [google, twosigma, mms])
@@ -235,6 +257,20 @@ def test_every_task_fits_m4_16xlarge_in_whole_units(gen):
     for col, per in (("cpu", 1000), ("mem_gib", 1024)):
         units = f[col].to_numpy() * per
         assert np.allclose(units, np.round(units), atol=1e-6)
+
+
+def test_google_requests_snap_to_a_fifth_of_a_vcpu(gdays):
+    # Google 2011 requests are round amounts (0.4, 0.8, 1.6, ... vCPU after scaling): the
+    # generator snaps requests of at least 0.2 vCPU to multiples of 0.2.
+    cpu = gdays[0].frame["cpu"].to_numpy()
+    big = cpu[cpu >= 0.2]
+    assert np.allclose(big / 0.2, np.round(big / 0.2), atol=1e-6)
+
+
+def _peak_trough(jobs: pd.DataFrame, peak_hour: float) -> float:
+    hod = (jobs["submit"].to_numpy() % DAY) / 3600
+    dist = lambda h: np.abs((hod - h + 12) % 24 - 12)  # noqa: E731  (hours from h, circular)
+    return np.sum(dist(peak_hour) < 2) / np.sum(dist(peak_hour + 12) < 2)
 
 
 # --- TwoSigma (Stratus §4.2) ------------------------------------------------------------------
@@ -256,12 +292,12 @@ def test_twosigma_has_more_tasks_per_job(gjobs, tjobs):
 
 
 def test_twosigma_tasks_are_longer(gdays, tdays):
-    # Stratus §4.2 (3): longer tasks; target median >= 5x Google's, tail capped at a day.
+    # Stratus §4.2 (3): longer tasks on average than Google's; tail within a day.
     for s in SEEDS:
         g = gdays[s].frame["runtime_s"]
         t = tdays[s].frame["runtime_s"]
-        assert t.median() >= 5 * g.median(), s
-        assert DAY / 2 <= t.max() <= DAY, s
+        assert t.mean() > g.mean(), s
+        assert t.max() <= DAY, s
 
 
 def test_twosigma_arrivals_peak_in_business_hours(tjobs):
@@ -353,7 +389,8 @@ def test_name_meta_and_spec_round_trip():
     t = synthetic.generate("google", scale="0.5", hours="6")
     assert t.name == "synthetic:google?scale=0.5&seed=0&hours=6"
     assert t.meta["generator"] == "google"
-    assert t.meta["params"] == {"hours": 6.0, "seed": 0, "scale": 0.5, "start_s": 0.0}
+    assert t.meta["params"] == {"hours": 6.0, "seed": 0, "scale": 0.5, "start_s": 0.0,
+                                "whole_jobs": 1}
     assert synthetic.generate("google").name == "synthetic:google?scale=1&seed=0&hours=24"
     again = synthetic.from_spec(t.name)
     pd.testing.assert_frame_equal(t.frame, again.frame)

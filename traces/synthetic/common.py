@@ -63,6 +63,29 @@ def diurnal_arrivals(rng: np.random.Generator, mean_rate: float, start_s: float,
     return t[keep]
 
 
+def bursty_arrivals(rng: np.random.Generator, mean_rate: float, start_s: float,
+                    duration_s: float, peak_to_trough: float = 1.0, peak_hour: float = 14.0,
+                    hourly_sigma: float = 0.0, batch_share: float = 0.0) -> np.ndarray:
+    """Sorted job arrival times averaging ``mean_rate``: the diurnal sinusoid, times a
+    lognormal factor per clock hour (ln-sd ``hourly_sigma``, mean 1), and arrivals that come
+    in batches: each brings one more job at the same instant with chance ``batch_share``
+    (so a geometric number of jobs, mean 1 / (1 - batch_share)). ``start_s`` and
+    ``duration_s`` must cover whole hours for the hourly factors to be drawn per hour."""
+    event_rate = mean_rate * (1.0 - batch_share)
+    if hourly_sigma <= 0:
+        t = diurnal_arrivals(rng, event_rate, start_s, duration_s, peak_to_trough, peak_hour)
+    else:
+        hours = int(np.ceil(duration_s / 3600.0))
+        factor = np.exp(hourly_sigma * rng.standard_normal(hours) - hourly_sigma**2 / 2)
+        t = diurnal_arrivals(rng, event_rate * factor.max(), start_s, duration_s,
+                             peak_to_trough, peak_hour)
+        h = np.minimum(((t - start_s) // 3600.0).astype(np.int64), hours - 1)
+        t = t[rng.random(t.size) < factor[h] / factor.max()]
+    if batch_share > 0:
+        t = np.repeat(t, rng.geometric(1.0 - batch_share, size=t.size))
+    return t
+
+
 # --- bounded draws -------------------------------------------------------------------------
 
 def bounded_lognormal(rng: np.random.Generator, median, sigma, low: float, high: float,

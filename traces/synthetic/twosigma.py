@@ -58,13 +58,14 @@ MODEL = ProgramModel(
     peak_to_trough=3.0,
     peak_hour=13.0,
 )
-DEFAULTS = {"hours": 24.0, "seed": 0, "scale": 1.0, "start_s": 0.0}
+DEFAULTS = {"hours": 24.0, "seed": 0, "scale": 1.0, "start_s": 0.0, "whole_jobs": 1}
 
 
 def generate(hours: float = 24.0, seed: int = 0, scale: float = 1.0,
-             start_s: float = 0.0) -> Trace:
+             start_s: float = 0.0, whole_jobs: int = 1) -> Trace:
     """A TwoSigma-like trace of ``hours`` from ``start_s`` (trace time; 0 = midnight)."""
-    params = {"hours": hours, "seed": seed, "scale": scale, "start_s": start_s}
-    frame, facts = programs.generate(MODEL, hours, seed, scale, start_s)
+    params = {"hours": hours, "seed": seed, "scale": scale, "start_s": start_s,
+              "whole_jobs": whole_jobs}
+    frame, facts = programs.generate(MODEL, hours, seed, scale, start_s, bool(whole_jobs))
     name = c.trace_name("twosigma", params, DEFAULTS)
     return Trace(frame, name=name, meta={"generator": "twosigma", "params": params, **facts})
