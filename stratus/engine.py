@@ -164,9 +164,14 @@ class Engine:
         # idle resource-time on ready instances by state (see _touch), and resource-time
         # held by tasks in transfer (on each end), for the breakdown of the bill
         self._idle_frag = [0.0] * dims
+        self._idle_shape = [0.0] * dims
         self._idle_low = [0.0] * dims
         self._idle_single = [0.0] * dims
         self.transfer_rt = [0.0] * dims
+        # per instance, its fuller dimension's allocated share, weighted by its capacity in
+        # the first dimension (proportional to size on m4/m5): the utilization a two-resource
+        # workload can reach when every instance is full in *some* dimension
+        self._fullest_rt = 0.0
         self.aborted_migrations = 0
         self.revocations = 0
         self.tasks_revoked = 0
@@ -214,22 +219,34 @@ class Engine:
         """Accrue allocated and idle resource-time up to ``t`` before the instance's load
         changes. Idle capacity is booked by the instance's state over the interval: below
         half used in every dimension (the §3.4 clearing threshold: a *low* instance, kept
-        alive by what is left on it), with a single task on it or several; else leftover
-        room on a well-used instance (fragmentation)."""
+        alive by what is left on it), with a single task on it or several; else, in the
+        instance's fullest dimension, room its packing left (fragmentation), and in its
+        other dimensions, capacity its tasks' shape does not need (shape). Ties for the fullest
+        dimension go to the first."""
         if inst.state == READY:
             dt = t - inst._used_since
             if dt > 0:
                 integ = inst._used_integral
                 cap, free = inst.itype.capacity, inst.free
                 low = True
+                fullest, top = 0.0, 0
                 for d, (c, f) in enumerate(zip(cap, free)):
                     integ[d] += (c - f) * dt
                     if 2 * (c - f) >= c:
                         low = False
-                idle = (self._idle_frag if not low else
-                        self._idle_single if len(inst._tasks) == 1 else self._idle_low)
-                for d, f in enumerate(free):
-                    idle[d] += f * dt
+                    if c and (c - f) / c > fullest:
+                        fullest, top = (c - f) / c, d
+                self._fullest_rt += fullest * cap[0] * dt
+                if low:
+                    idle = self._idle_single if len(inst._tasks) == 1 else self._idle_low
+                    for d, f in enumerate(free):
+                        idle[d] += f * dt
+                else:
+                    for d, f in enumerate(free):
+                        if d == top:
+                            self._idle_frag[d] += f * dt
+                        else:
+                            self._idle_shape[d] += f * dt
             inst._used_since = t
 
     def _hold(self, inst: Instance, task: Task, t: float) -> None:

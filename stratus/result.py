@@ -156,8 +156,10 @@ def _progress_utilization(e: Engine, provisioned: np.ndarray, progress: np.ndarr
         num = progress[i] + e.transfer_rt[i]
         vals[f"progress_{d}"] = num / provisioned[i] if provisioned[i] > 0 else math.nan
     finite = [v for v in vals.values() if math.isfinite(v)]
+    per_inst = e._fullest_rt / provisioned[0] if provisioned[0] > 0 else math.nan
     return {"progress": _r(max(finite), 4) if finite else None,
-            **{k: _r(v, 4) for k, v in vals.items()}}
+            **{k: _r(v, 4) for k, v in vals.items()},
+            "per_instance_constraining": _r(per_inst, 4)}
 
 
 def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress: np.ndarray,
@@ -165,9 +167,10 @@ def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress
     """Where the billed resource-time of the constraining dimension went, as shares that sum
     to 1: tasks making progress; tasks in transfer, on the source and on the destination;
     instances booting (spin-up); and idle capacity on ready instances, by the instance's
-    state at the time (see Engine._touch): leftover room on an instance at least half used
-    in some dimension (fragmentation), or an instance below half in every dimension holding
-    one task or several (tails)."""
+    state at the time (see Engine._touch): on an instance at least half used in some
+    dimension, room left in its fullest dimension (fragmentation) or capacity of another
+    dimension its tasks' shape leaves unused (shape); on an instance below half in every
+    dimension, holding one task or several (tails)."""
     i = DIMS.index(dim) if dim in DIMS else 0
     total = provisioned[i]
     if not total > 0:
@@ -178,6 +181,7 @@ def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress
         "transfer_destination": e.transfer_rt[i],
         "spinup": booting[i],
         "idle_fragmentation": e._idle_frag[i],
+        "idle_shape": e._idle_shape[i],
         "idle_low_one_task": e._idle_single[i],
         "idle_low_several_tasks": e._idle_low[i],
     }

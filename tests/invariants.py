@@ -111,9 +111,96 @@ def check_invariants(trace, res, prices: PriceBook | None = None) -> None:
     assert math.isclose(res.summary["total_cost_usd"], total, rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(res.instances["cost_usd"].sum(), total, rel_tol=1e-9, abs_tol=1e-9)
 
+    check_utilization(res)
+
     # the fluid lower bound is a lower bound
     assert res.summary["total_cost_usd"] >= res.summary["lower_bound_cost_usd"] - 1e-6
     assert res.summary["lower_bound_cost_usd"] > 0
+
+
+def check_utilization(res) -> None:
+    """Utilization, progress utilization, spin-up share and the bill's breakdown, recomputed
+    from the per-interval logs (allocation counts only while an instance is ready)."""
+    from stratus.resources import DIMS
+
+    a, summ = res.audit, res.summary
+    insts, req = a["instances"], a["req"]
+    dims = len(DIMS)
+    billed, booting, allocated, progress = (np.zeros(dims) for _ in range(4))
+    for inst in insts.values():
+        cap = np.asarray(inst.itype.capacity, dtype=float)
+        billed += cap * (inst.released_at - inst.requested_at)
+        up = inst.ready_at if inst.ready_at is not None else inst.released_at
+        booting += cap * (min(up, inst.released_at) - inst.requested_at)
+    for iid, tid, s, e in a["holds"]:
+        ready = insts[iid].ready_at
+        if ready is not None:
+            allocated += np.asarray(req[tid], dtype=float) * max(0.0, e - max(s, ready))
+    for tid, _iid, s, e in a["segments"]:
+        progress += np.asarray(req[tid], dtype=float) * (e - s)
+    transfer = np.zeros(dims)
+    for tid, _src, _dst, s, e in a["migrations"]:
+        transfer += np.asarray(req[tid], dtype=float) * (e - s)
+    if not billed.any():
+        return
+    u = summ["utilization"]
+    for i, d in enumerate(DIMS):
+        assert math.isclose(u[d], allocated[i] / billed[i], abs_tol=2e-4), (d, u[d])
+        assert math.isclose(u[f"progress_{d}"], (progress[i] + transfer[i]) / billed[i],
+                            abs_tol=2e-4), d
+        # a task in transfer holds both ends: allocation = progress + 2 x transfers (ready)
+        assert u[d] >= u[f"progress_{d}"] - 2e-4
+    b = summ["billed_breakdown"]
+    i = DIMS.index(b["resource"])
+    idle = _idle_by_state(insts, req, a["holds"], i)
+    for k, v in idle.items():
+        assert math.isclose(b[k], v / billed[i], abs_tol=2e-4), (k, b[k], v / billed[i])
+    shares = {k: v for k, v in b.items() if k != "resource"}
+    assert all(v >= 0 for v in shares.values()), shares
+    assert math.isclose(sum(shares.values()), 1.0, abs_tol=1e-3), shares
+    assert math.isclose(b["progress"], progress[i] / billed[i], abs_tol=2e-4)
+    assert math.isclose(b["spinup"], booting[i] / billed[i], abs_tol=2e-4)
+    assert math.isclose(summ["spinup_share"], booting[i] / billed[i], abs_tol=2e-4)
+    # every instance full in its fullest dimension counts at least as much as any one
+    # dimension over all instances (m4: capacities proportional across dimensions)
+    assert u["per_instance_constraining"] >= u["constraining"] - 2e-4
+
+
+def _idle_by_state(insts, req, holds, i: int) -> dict[str, float]:
+    """Idle resource-time of dimension ``i`` on ready instances, by the instance's state
+    between consecutive load changes, rebuilt from the hold intervals by a sweep."""
+    out = dict.fromkeys(("idle_fragmentation", "idle_shape", "idle_low_one_task",
+                         "idle_low_several_tasks"), 0.0)
+    by_inst = defaultdict(list)
+    for iid, tid, s, e in holds:
+        by_inst[iid].append((s, 1, tid))
+        by_inst[iid].append((e, -1, tid))
+    for iid, inst in insts.items():
+        if inst.ready_at is None or inst.ready_at >= inst.released_at:
+            continue
+        cap = inst.itype.capacity
+        used, count, prev = [0] * len(cap), 0, inst.ready_at
+        # at equal times, releases before holds (as the engine applies them)
+        for t, kind, tid in sorted(by_inst[iid], key=lambda x: (x[0], x[1])):
+            lo, hi = max(prev, inst.ready_at), min(t, inst.released_at)
+            if hi > lo:
+                _book(out, cap, used, count, i, hi - lo)
+            prev = max(prev, t)
+            used = [u + kind * r for u, r in zip(used, req[tid])]
+            count += kind
+        if inst.released_at > prev:
+            _book(out, cap, used, count, i, inst.released_at - max(prev, inst.ready_at))
+    return out
+
+
+def _book(out, cap, used, count, i, dt) -> None:
+    share = [u / c for u, c in zip(used, cap)]
+    if all(2 * u < c for u, c in zip(used, cap)):
+        key = "idle_low_one_task" if count == 1 else "idle_low_several_tasks"
+    else:
+        # the fullest dimension; ties go to the first, as in the engine
+        key = "idle_fragmentation" if share.index(max(share)) == i else "idle_shape"
+    out[key] += (cap[i] - used[i]) * dt
 
 
 def comparable(res) -> tuple:
