@@ -42,6 +42,8 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
                    help="drop jobs with a task larger than every instance type (reported)")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
     p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
+    p.add_argument("--migration-footprint", default="request", metavar="request|usage:F",
+                   help="memory a migration moves: the request (default) or F in (0, 1] of it")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
@@ -136,7 +138,8 @@ def _run_one(sess: _Session, trace, name: str):
     args = sess.args
     spec = get_spec(name)
     cfg = ReplayConfig(tick_s=args.tick, spinup_s=_spinup(args.spinup),
-                       migration_mbps=args.migration_mbps, seed=args.seed,
+                       migration_mbps=args.migration_mbps,
+                       migration_footprint=args.migration_footprint, seed=args.seed,
                        catalog=get_catalog(args.catalog))
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
     est = make_estimator(args.estimator or spec.estimator or "oracle", args.seed)
@@ -160,7 +163,16 @@ def _fitted(sess: _Session):
     return trace
 
 
+def _check_cloud_options(args) -> None:
+    """Fail on a bad cloud option before the (possibly slow) trace load."""
+    from stratus.footprint import footprint_fraction
+
+    _spinup(args.spinup)
+    footprint_fraction(args.migration_footprint)
+
+
 def cmd_replay(args) -> int:
+    _check_cloud_options(args)
     sess = _Session(args)
     res = _run_one(sess, _fitted(sess), args.scheduler)
     if args.save:
@@ -185,6 +197,7 @@ def cmd_compare(args) -> int:
     from stratus.report import comparison_table
 
     names = [n.strip() for n in args.schedulers.split(",")] if args.schedulers else scheduler_names()
+    _check_cloud_options(args)
     sess = _Session(args)
     trace = _fitted(sess)
     print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)

@@ -29,6 +29,8 @@ from pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.decisions import Decisions
 from stratus.errors import ConfigError, DecisionError, StratusError
 from stratus.estimators import Estimator, make_estimator
+from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
+from stratus.footprint import footprint_fraction
 from stratus.model import (
     DONE,
     MIGRATING,
@@ -59,6 +61,9 @@ class ReplayConfig:
     tick_s: float = 60.0
     spinup_s: tuple[float, float] = (30.0, 160.0)  # Stratus §4.1
     migration_mbps: float = 160.0  # Stratus §4.1 (HotSpot's measured rate)
+    # Stratus §4.1: a migration moves the container's memory footprint. "request" takes the
+    # memory request as the footprint; "usage:F" a fraction F of it (docs/decisions.md).
+    migration_footprint: str = DEFAULT_FOOTPRINT
     market: str = SPOT  # Stratus §3.3/§4.1: spot instances, bid = on-demand price
     markets: tuple[str, ...] | None = None  # markets acquisitions may use; default (market,)
     seed: int = 0
@@ -78,6 +83,7 @@ class ReplayConfig:
             raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi, got {self.spinup_s}")
         if not self.migration_mbps > 0:
             raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
+        footprint_fraction(self.migration_footprint)
 
 
 class Engine:
@@ -107,6 +113,7 @@ class Engine:
         self._rng = np.random.default_rng([cfg.seed, 0xC10D])
         self._spin: list[float] = []
         self._mig_bits_per_s = cfg.migration_mbps * 1e6
+        self._mig_fraction = footprint_fraction(cfg.migration_footprint)
 
         n = len(trace)
         f = trace.frame
@@ -204,7 +211,9 @@ class Engine:
         return self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
 
     def migration_duration(self, task: Task) -> float:
-        return task.req[1] * MIB_BITS / self._mig_bits_per_s
+        """Seconds to move the task's memory footprint (its request in MiB times the
+        configured used fraction) at the migration rate (Stratus §4.1)."""
+        return task.req[1] * self._mig_fraction * MIB_BITS / self._mig_bits_per_s
 
     def _make_task(self, tid: int) -> Task:
         t = Task(tid, int(self._job_ids[self._job_of[tid]]), self._task_index[tid],

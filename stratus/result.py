@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 from stratus.resources import DIMS
 
@@ -118,6 +119,7 @@ class ReplayResult:
             "migrations": e.migrations,
             "migration_seconds": _r(e.migration_seconds, 3),
             "migrations_aborted": e.aborted_migrations,
+            "migration_footprint": footprint_name(e.cfg.migration_footprint),
             "revocations": e.revocations,
             "tasks_revoked": e.tasks_revoked,
             "cost_by_type": {k: _r(v) for k, v in sorted(cost_by_type.items())},

@@ -13,7 +13,7 @@ from stratus.cli import main
 
 KEYS = {"scheduler", "trace", "tasks", "tasks_completed", "total_cost_usd", "lower_bound_cost_usd",
         "instance_hours", "utilization", "latency", "instances_acquired", "migrations",
-        "migration_seconds", "wall_seconds"}
+        "migration_seconds", "migration_footprint", "wall_seconds"}
 
 
 def run_cli(capsys, *argv):
@@ -63,6 +63,13 @@ def test_compare_prints_one_json_document(capsys):
     assert code == 0 and "task-per-instance" in names and len(names) >= 2
 
 
+def test_summary_records_the_migration_footprint(capsys):
+    args = ["replay", "--trace", "synthetic:mms?lam=0.05", "--hours", "1", "--seed", "3", "--json"]
+    assert json.loads(run_cli(capsys, *args)[1])["migration_footprint"] == "request"
+    doc = json.loads(run_cli(capsys, *args, "--migration-footprint", "usage:0.50")[1])
+    assert doc["migration_footprint"] == "usage:0.5"  # canonical spelling
+
+
 def test_schedulers_json(capsys):
     code, out, _ = run_cli(capsys, "schedulers", "--json")
     assert code == 0 and "task-per-instance" in {s["name"] for s in json.loads(out)}
@@ -76,6 +83,12 @@ def test_schedulers_json(capsys):
     (["replay", "--trace", "synthetic:google", "--spinup", "fast"], "--spinup takes"),
     (["replay", "--trace", "synthetic:google", "--market", "moon"], "unknown market"),
     (["replay", "--trace", "synthetic:google", "--slice", "99"], "out of range"),
+    (["replay", "--trace", "synthetic:google", "--migration-footprint", "usage:1.5"],
+     "--migration-footprint takes 'request' or 'usage:F' with F in (0, 1], got 'usage:1.5'"),
+    (["compare", "--trace", "synthetic:google", "--migration-footprint", "usage"],
+     "--migration-footprint takes"),
+    (["compare", "--trace", "synthetic:google", "--migration-footprint", "footprint"],
+     "--migration-footprint takes"),
 ])
 def test_errors_are_one_line_without_traceback(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--hours", "1", "--json")

@@ -118,6 +118,35 @@ def test_migration_to_running_instance_starts_at_once():
     assert res.instances.released_s[0] == pytest.approx(120 + mig)
 
 
+@pytest.mark.parametrize(("footprint", "share"), [("request", 1.0), ("usage:0.5", 0.5),
+                                                 ("usage:0.25", 0.25), ("usage:1", 1.0)])
+def test_migration_moves_the_configured_footprint(footprint, share):
+    # Stratus §4.1: a migration takes the container's memory footprint / 160 Mbit/s; the
+    # footprint is the memory request, or the share F of it given by usage:F. The view's
+    # migration_seconds (clearing's cost-benefit, §3.4) is the engine's duration.
+    tr = make_trace([(1, 0, 0.0, 1000.0, 1.0, 1.0), (2, 0, 0.0, 5000.0, 1.0, 1.0)])
+    seen = {}
+
+    def go(view, plan):
+        a, b = view.pending
+        plan.acquire(M4["m4.large"], [a])
+        plan.acquire(M4["m4.large"], [b])
+
+    def move(view, plan):
+        i0, i1 = view.instances
+        task = next(iter(i0.tasks.values()))
+        seen["view"] = view.migration_seconds(task)
+        plan.migrate(task, i1)
+
+    res = replay(tr, ScriptedScheduler({0.0: go, 120.0: move}),
+                 cfg(migration_footprint=footprint))
+    mig = share * 1024 * MIB_BITS / 160e6
+    assert seen["view"] == pytest.approx(mig)
+    assert res["migration_seconds"] == pytest.approx(mig, abs=1e-3)
+    assert res.tasks.finish_s[0] == pytest.approx(40 + 1000 + mig)
+    assert res["migration_footprint"] == footprint
+
+
 @pytest.mark.parametrize("bad", ["unknown-task", "not-pending", "overfull", "release-busy",
                                  "bad-market", "dead-instance", "migrate-pending", "migrate-twice"])
 def test_invalid_decisions_raise(bad):
@@ -211,4 +240,7 @@ def test_bad_config_is_refused():
         replay(tr, "task-per-instance", cfg(), tikc_s=5)
     with pytest.raises(ConfigError, match="unknown scheduler"):
         replay(tr, "nope", cfg())
+    for bad in ("usage", "usage:0", "usage:1.5", "usage:-1", "usage:nan", "usage:x", "used:0.5", ""):
+        with pytest.raises(ConfigError, match="--migration-footprint.*'request' or 'usage:F'"):
+            replay(tr, "task-per-instance", cfg(migration_footprint=bad))
     assert math.isfinite(replay(tr, "first-fit", cfg())["total_cost_usd"])

@@ -84,6 +84,7 @@ class ProgramModel:
     batch_share: float = 0.0  # chance that an arrival brings one more job at the same instant
     max_task_sigma: float = 1.5  # cap on a program's within-job ln-sd
     task_sigma_hi_ratio: float = 1.0  # within-job jitter above the job's runtime, relative
+    jobs_per_day: float | None = None  # set: the volume is in jobs a day (tasks_per_day unused)
 
 
 #: The smallest CPU request a tiny program asks for (Google 2011 has many near-zero CPU
@@ -286,7 +287,12 @@ def generate(m: ProgramModel, hours: float, seed: int, scale: float,
     cat = Catalog(rng_cat, m, scale)
     duration = hours * 3600.0
     end_s = start_s + duration
-    mean_rate = m.tasks_per_day * scale / cat.mean_tasks_per_job / c.DAY_S
+    # Job arrival rate: from the volume in jobs where the model gives one (a trace published as
+    # a job count), else from tasks through the catalog's mean job size.
+    if m.jobs_per_day is not None:
+        mean_rate = m.jobs_per_day * scale / c.DAY_S
+    else:
+        mean_rate = m.tasks_per_day * scale / cat.mean_tasks_per_job / c.DAY_S
     days = range(int(np.floor(start_s / c.DAY_S)), int(np.ceil(end_s / c.DAY_S)))
     parts = [_day_jobs(m, cat, seed, d, mean_rate) for d in days]
     job_keys = [k for k in parts[0] if k != "task_rt"]
@@ -321,12 +327,14 @@ def generate(m: ProgramModel, hours: float, seed: int, scale: float,
         jobs["ntasks"],
         {"runtime_s": task_rt},
     )
+    n_expected = expected_jobs(mean_rate, m, start_s, duration)
     meta = {
         "programs": cat.size,
         "users": cat.n_users,
         "mean_tasks_per_job": cat.mean_tasks_per_job,
-        "expected_tasks": expected_jobs(mean_rate, m, start_s, duration)
-        * cat.mean_tasks_per_job,  # submitted in the window, before the whole-job cut
+        # both submitted in the window, before the whole-job cut
+        "expected_jobs": n_expected,
+        "expected_tasks": n_expected * cat.mean_tasks_per_job,
         "whole_jobs": bool(whole_jobs),
         "cut_jobs": submitted[0] - int(jobs["job_id"].size),
         "cut_tasks": submitted[1] - int(jobs["ntasks"].sum()),
