@@ -18,7 +18,7 @@ test: venv
 	$(PY) -m pytest -q
 
 demo: venv
-	$(VENV)/bin/stratus compare --trace synthetic:google --hours 6 --seed 7
+	$(VENV)/bin/stratus compare --trace "synthetic:google?scale=0.1" --hours 6 --seed 7
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -39,6 +39,9 @@ def summary_table(s: dict) -> str:
         ("instance-hours", f"{s['instance_hours']:,.1f}"),
         ("utilization cpu / mem", f"{u['cpu']:.3f} / {u['mem']:.3f}"),
         ("constraining utilization", f"{u['constraining']:.3f} ({s['constraining_resource']})"),
+        ("progress / per-instance util.", f"{_fmt(u.get('progress'))} / "
+         f"{_fmt(u.get('per_instance_constraining'))}"),
+        ("spin-up share of the bill", _fmt(s.get("spinup_share"))),
         ("normalized latency p50 / p95", f"{lat['p50']} / {lat['p95']}"),
         ("instances acquired", f"{s['instances_acquired']:,}"),
         ("migrations (seconds)", f"{s['migrations']:,} ({s['migration_seconds']:,.0f} s)"),

@@ -117,6 +117,9 @@ class ReplayResult:
                         "p95": _r(percentile(norm_lat, 95), 3)},
             "instances_acquired": len(insts),
             "migrations": e.migrations,
+            # Stratus §5.2 side note: migrated tasks move ~1.2 times on average
+            "migrations_per_migrated_task": _r(
+                e.migrations / max(1, sum(1 for k in e.n_migrations if k)), 3),
             "migration_seconds": _r(e.migration_seconds, 3),
             "migrations_aborted": e.aborted_migrations,
             "migration_footprint": footprint_name(e.cfg.migration_footprint),
