@@ -1,0 +1,41 @@
+"""Golden results: one small day of each synthetic workload through every registered
+scheduler, as the CLI runs it (spot, the scheduler's own estimator, a 24-hour warm-up).
+Speed work must not change what a replay decides: cost to the cent, instances acquired and
+migrations stay exactly these. Regenerate only for a deliberate change of behaviour, and say
+so in the commit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stratus.cli import main
+
+GOLDEN = {
+    "synthetic:google?scale=0.05": {
+        "task-per-instance": (632.03, 21909, 0),
+        "first-fit": (594.24, 15298, 0),
+        "stratus": (400.36, 1569, 2408),
+        "stratus-noclear": (469.43, 1267, 0),
+        "stratus-oracle": (344.12, 1947, 871),
+    },
+    "synthetic:twosigma?scale=0.05": {
+        "task-per-instance": (645.87, 17251, 0),
+        "first-fit": (617.68, 7422, 0),
+        "stratus": (559.75, 895, 2741),
+        "stratus-noclear": (688.0, 435, 0),
+        "stratus-oracle": (488.69, 1207, 770),
+    },
+}
+
+
+@pytest.mark.parametrize("trace", sorted(GOLDEN))
+def test_every_scheduler_decides_as_before(trace, capsys):
+    code = main(["compare", "--trace", trace, "--hours", "24", "--seed", "1",
+                 "--warmup-hours", "24", "--schedulers", ",".join(GOLDEN[trace]), "--json"])
+    assert code == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    got = {r["scheduler"]: (round(r["total_cost_usd"], 2), r["instances_acquired"],
+                            r["migrations"]) for r in runs}
+    assert got == GOLDEN[trace]
