@@ -58,11 +58,15 @@ class _Entry:
 
 
 class _Bin:
-    __slots__ = ("by_rem", "by_avail")
+    __slots__ = ("by_rem", "by_avail", "bound")
 
-    def __init__(self) -> None:
+    def __init__(self, dims: int) -> None:
         self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
         self.by_avail: list[tuple[float, float, int]] = []  # (-min share, -sum share, iid)
+        # per dimension, at least the largest free amount of any instance in the bin: raised
+        # on insert, never lowered until the next tick's rebuild, so it can only rule a bin
+        # out when no instance in it can fit (exact pruning, no rescans)
+        self.bound = [0] * dims
 
 
 class BinIndex:
@@ -73,11 +77,13 @@ class BinIndex:
                  unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
         self.ref = view.catalog.max_capacity
+        self.dims = len(self.ref)
         self.entries: dict[int, _Entry] = {}
         self.bins: dict[int, _Bin] = {}
         self._bin_ids: list[int] = []  # sorted ids of non-empty bins
+        remaining = view.instance_remaining
         for inst in instances:
-            rem = view.instance_remaining(inst)
+            rem = remaining(inst)
             free = plan.free(inst)
             e = _Entry(inst, free, rem, bin_of(rem, unit_s), availability(free, self.ref),
                        inst.state == READY)
@@ -88,10 +94,14 @@ class BinIndex:
     def _insert(self, e: _Entry) -> None:
         b = self.bins.get(e.bin)
         if b is None:
-            b = self.bins[e.bin] = _Bin()
+            b = self.bins[e.bin] = _Bin(self.dims)
             insort(self._bin_ids, e.bin)
         insort(b.by_rem, (e.rem, e.iid))
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
+        bound = b.bound
+        for d, f in enumerate(e.free):
+            if f > bound[d]:
+                bound[d] = f
 
     def _remove(self, e: _Entry) -> None:
         b = self.bins[e.bin]
@@ -136,33 +146,32 @@ class BinIndex:
         ``rem`` on, or None if it fits nowhere."""
         b = bin_of(rem, self.unit_s)
         ids = self._bin_ids
-        if b in self.bins:
-            e = self._closest(self.bins[b], req, rem, ready_only, exclude)
+        bins = self.bins
+        # No instance whose smallest free share is below the request's smallest share can
+        # hold it (the dimension of its smallest share would fall short): scans in order of
+        # availability stop there.
+        need = min(r / c for r, c in zip(req, self.ref))
+        if b in bins:
+            e = self._closest(bins[b], req, rem, ready_only, exclude)
             if e is not None:
                 return e
         pos = bisect_left(ids, b)
         start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
         for bb in ids[start:]:  # up-packing into greater bins
-            e = self._roomiest(self.bins[bb], req, ready_only, exclude)
+            e = self._roomiest(bins[bb], req, need, ready_only, exclude)
             if e is not None:
                 return e
         for bb in reversed(ids[:pos]):  # down-packing into lesser bins
-            e = self._roomiest(self.bins[bb], req, ready_only, exclude)
+            e = self._roomiest(bins[bb], req, need, ready_only, exclude)
             if e is not None:
                 return e
         return None
 
-    def _ok(self, iid: int, req, ready_only: bool, exclude: int) -> _Entry | None:
-        e = self.entries[iid]
-        if iid == exclude or (ready_only and not e.ready):
-            return None
-        for r, f in zip(req, e.free):
-            if r > f:
-                return None
-        return e
-
     def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int) -> _Entry | None:
         """Same bin: the fitting instance whose remaining runtime is closest to ``rem``."""
+        if any(r > u for r, u in zip(req, b.bound)):
+            return None
+        entries = self.entries
         lst = b.by_rem
         hi = bisect_left(lst, (rem, -1))
         lo = hi - 1
@@ -174,16 +183,32 @@ class BinIndex:
             else:
                 iid = lst[hi][1]
                 hi += 1
-            e = self._ok(iid, req, ready_only, exclude)
-            if e is not None:
+            e = entries[iid]
+            if iid == exclude or (ready_only and not e.ready):
+                continue
+            for r, f in zip(req, e.free):
+                if r > f:
+                    break
+            else:
                 return e
         return None
 
-    def _roomiest(self, b: _Bin, req, ready_only: bool, exclude: int) -> _Entry | None:
+    def _roomiest(self, b: _Bin, req, need: float, ready_only: bool,
+                  exclude: int) -> _Entry | None:
         """Other bins: the fitting instance with the most available resources."""
-        for _, _, iid in b.by_avail:
-            e = self._ok(iid, req, ready_only, exclude)
-            if e is not None:
+        if any(r > u for r, u in zip(req, b.bound)):
+            return None
+        entries = self.entries
+        for neg_min, _, iid in b.by_avail:
+            if -neg_min < need:
+                return None  # from here on every instance is short in some dimension
+            e = entries[iid]
+            if iid == exclude or (ready_only and not e.ready):
+                continue
+            for r, f in zip(req, e.free):
+                if r > f:
+                    break
+            else:
                 return e
         return None
 

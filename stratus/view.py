@@ -95,10 +95,18 @@ class ClusterView:
 
     def instance_remaining(self, inst: Instance) -> float:
         """Remaining runtime of an instance: its longest task's estimated remaining
-        runtime (Stratus §3.2)."""
+        runtime (Stratus §3.2). The same arithmetic as ``remaining`` per task, inlined: it
+        runs for every task of every instance at every tick."""
+        e = self._e
+        now, est, done, state, start = e.now, e.est, e.done, e.state, e.run_start
+        readjust = e.cfg.readjust
         best = 0.0
-        for t in inst.tasks.values():
-            r = self.remaining(t)
+        for tid in inst._tasks:
+            el = done[tid]
+            if state[tid] == RUNNING:
+                el += now - start[tid]
+            left = est[tid] - el
+            r = left if left > 0 else (el if readjust else 0.0)
             if r > best:
                 best = r
         return best
