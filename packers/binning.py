@@ -58,7 +58,7 @@ class _Entry:
 
 
 class _Bin:
-    __slots__ = ("by_rem", "by_avail", "bound")
+    __slots__ = ("by_rem", "by_avail", "bound", "fails")
 
     def __init__(self, dims: int) -> None:
         self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
@@ -67,6 +67,10 @@ class _Bin:
         # on insert, never lowered until the next tick's rebuild, so it can only rule a bin
         # out when no instance in it can fit (exact pruning, no rescans)
         self.bound = [0] * dims
+        # requests that fit no instance of the bin since it last gained room: a request at
+        # least as large in every dimension cannot fit either (tasks of a job share one
+        # request, so this answers most failed searches without a scan)
+        self.fails: list[tuple[int, ...]] = []
 
 
 class BinIndex:
@@ -91,11 +95,15 @@ class BinIndex:
             self._insert(e)
 
     # --- maintenance ---------------------------------------------------------------------
-    def _insert(self, e: _Entry) -> None:
+    def _insert(self, e: _Entry, shrunk: bool = False) -> None:
+        """``shrunk``: the entry was in this bin with at least this much room a moment
+        ago, so the bin gained nothing and its failed requests still fail."""
         b = self.bins.get(e.bin)
         if b is None:
             b = self.bins[e.bin] = _Bin(self.dims)
             insort(self._bin_ids, e.bin)
+        elif not shrunk:
+            b.fails.clear()
         insort(b.by_rem, (e.rem, e.iid))
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
         bound = b.bound
@@ -118,12 +126,13 @@ class BinIndex:
         less free room, and the instance's remaining runtime (hence bin) may grow — the
         promotion of down-packing (§3.2)."""
         self._remove(e)
+        old_bin = e.bin
         e.free = tuple(f - r for f, r in zip(e.free, req))
         e.avail = availability(e.free, self.ref)
         if rem > e.rem:
             e.rem = rem
             e.bin = bin_of(rem, self.unit_s)
-        self._insert(e)
+        self._insert(e, shrunk=e.bin == old_bin)
 
     def snapshot(self, e: _Entry) -> tuple:
         return (e.free, e.rem, e.bin, e.avail)
@@ -151,20 +160,28 @@ class BinIndex:
         # hold it (the dimension of its smallest share would fall short): scans in order of
         # availability stop there.
         need = min(r / c for r, c in zip(req, self.ref))
+        memo = not ready_only and exclude < 0  # failures under a filter prove nothing
+        req = tuple(req)
         if b in bins:
-            e = self._closest(bins[b], req, rem, ready_only, exclude)
-            if e is not None:
-                return e
+            bin_ = bins[b]
+            if not (memo and _known_fail(bin_, req)):
+                e = self._closest(bin_, req, rem, ready_only, exclude)
+                if e is not None:
+                    return e
+                if memo:
+                    _remember_fail(bin_, req)
         pos = bisect_left(ids, b)
         start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
-        for bb in ids[start:]:  # up-packing into greater bins
-            e = self._roomiest(bins[bb], req, need, ready_only, exclude)
+        # up-packing into greater bins, then down-packing into lesser ones
+        for bb in (*ids[start:], *reversed(ids[:pos])):
+            bin_ = bins[bb]
+            if memo and _known_fail(bin_, req):
+                continue
+            e = self._roomiest(bin_, req, need, ready_only, exclude)
             if e is not None:
                 return e
-        for bb in reversed(ids[:pos]):  # down-packing into lesser bins
-            e = self._roomiest(bins[bb], req, need, ready_only, exclude)
-            if e is not None:
-                return e
+            if memo:
+                _remember_fail(bin_, req)
         return None
 
     def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int) -> _Entry | None:
@@ -211,6 +228,26 @@ class BinIndex:
             else:
                 return e
         return None
+
+
+_MAX_FAILS = 8
+
+
+def _known_fail(b: _Bin, req: tuple[int, ...]) -> bool:
+    for f in b.fails:
+        for r, x in zip(req, f):
+            if r < x:
+                break
+        else:
+            return True
+    return False
+
+
+def _remember_fail(b: _Bin, req: tuple[int, ...]) -> None:
+    fails = b.fails
+    if len(fails) >= _MAX_FAILS:
+        del fails[0]
+    fails.append(req)
 
 
 class RuntimeBinPacker:
