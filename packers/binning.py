@@ -78,21 +78,47 @@ class BinIndex:
     kept up to date as tasks are placed on them during one tick."""
 
     def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
-                 unit_s: float = 1.0) -> None:
+                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None) -> None:
+        """``reuse``: last tick's entries, refreshed in place instead of allocated anew."""
         self.unit_s = unit_s
-        self.ref = view.catalog.max_capacity
-        self.dims = len(self.ref)
-        self.entries: dict[int, _Entry] = {}
-        self.bins: dict[int, _Bin] = {}
-        self._bin_ids: list[int] = []  # sorted ids of non-empty bins
+        ref = self.ref = view.catalog.max_capacity
+        dims = self.dims = len(ref)
+        entries: dict[int, _Entry] = {}
+        self.entries = entries
+        bins: dict[int, _Bin] = {}
+        self.bins = bins
+        old = reuse or {}
         remaining = view.instance_remaining
+        pfree = plan.free
+        # one pass: bin lists are filled unsorted and sorted once at the end (the same
+        # order as inserting one by one: keys are unique by instance id)
         for inst in instances:
+            iid = inst.iid
             rem = remaining(inst)
-            free = plan.free(inst)
-            e = _Entry(inst, free, rem, bin_of(rem, unit_s), availability(free, self.ref),
-                       inst.state == READY)
-            self.entries[e.iid] = e
-            self._insert(e)
+            free = pfree(inst)
+            shares = [f / r for f, r in zip(free, ref)]
+            avail = (min(shares), sum(shares))
+            x = rem / unit_s
+            b = frexp(x)[1] if x >= 1.0 else 0
+            e = old.get(iid)
+            if e is None or e.inst is not inst:
+                e = _Entry(inst, free, rem, b, avail, inst.state == READY)
+            else:
+                e.free, e.rem, e.bin, e.avail, e.ready = free, rem, b, avail, inst.state == READY
+            entries[iid] = e
+            bn = bins.get(b)
+            if bn is None:
+                bn = bins[b] = _Bin(dims)
+            bn.by_rem.append((rem, iid))
+            bn.by_avail.append((-avail[0], -avail[1], iid))
+            bound = bn.bound
+            for d, f in enumerate(free):
+                if f > bound[d]:
+                    bound[d] = f
+        for bn in bins.values():
+            bn.by_rem.sort()
+            bn.by_avail.sort()
+        self._bin_ids: list[int] = sorted(bins)  # sorted ids of non-empty bins
 
     # --- maintenance ---------------------------------------------------------------------
     def _insert(self, e: _Entry, shrunk: bool = False) -> None:
@@ -265,8 +291,9 @@ class RuntimeBinPacker:
         """The tick's bin index (built once per plan, shared with instance clearing)."""
         if self._index_plan is not plan:
             bl = self.blacklist
-            insts = [i for i in view.instances if i.iid not in bl]
-            self._index = BinIndex(view, plan, insts, self.unit_s)
+            insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
+            reuse = self._index.entries if self._index is not None else None
+            self._index = BinIndex(view, plan, insts, self.unit_s, reuse)
             self._index_plan = plan
         return self._index
 

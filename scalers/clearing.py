@@ -45,14 +45,21 @@ class InstanceClearing:
         blacklist &= alive  # cleared instances that are gone
         low = {}
         cands = []
-        for inst in view.instances:
-            if inst.state != READY or inst.iid in blacklist:
+        prev, ticks, thr = self.low, self.ticks, self.threshold
+        pfree = plan.free
+        for inst in view.instances:  # every tick, every instance: kept tight
+            if inst.state != READY:
                 continue
-            free = plan.free(inst)
-            if self._is_low(inst, free):
-                n = self.low.get(inst.iid, 0) + 1
-                low[inst.iid] = n
-                if n > self.ticks:
+            iid = inst.iid
+            if iid in blacklist:
+                continue
+            for c, f in zip(inst.itype.capacity, pfree(inst)):
+                if (c - f) >= thr * c:
+                    break
+            else:  # below the threshold in every dimension (as _is_low)
+                n = prev.get(iid, 0) + 1
+                low[iid] = n
+                if n > ticks:
                     cands.append(inst)
         self.low = low
         if not cands:
