@@ -88,23 +88,28 @@ class BinIndex:
         bins: dict[int, _Bin] = {}
         self.bins = bins
         old = reuse or {}
-        remaining = view.instance_remaining
-        pfree = plan.free
+        insts = list(instances)
+        rems = view.instances_remaining(insts)
+        planned = plan._free  # what this plan already changed (nothing, when built first)
+        r0, r1 = (ref[0], ref[1]) if dims == 2 else (0, 0)
         # one pass: bin lists are filled unsorted and sorted once at the end (the same
         # order as inserting one by one: keys are unique by instance id)
-        for inst in instances:
+        for inst, rem in zip(insts, rems):
             iid = inst.iid
-            rem = remaining(inst)
-            free = pfree(inst)
-            shares = [f / r for f, r in zip(free, ref)]
-            avail = (min(shares), sum(shares))
+            free = planned.get(iid, inst.free)
+            if dims == 2:  # the common case, unrolled: availability(free, ref)
+                s0, s1 = free[0] / r0, free[1] / r1
+                avail = (s0 if s0 < s1 else s1, s0 + s1)
+            else:
+                avail = availability(free, ref)
             x = rem / unit_s
             b = frexp(x)[1] if x >= 1.0 else 0
+            ready = inst.state == READY
             e = old.get(iid)
             if e is None or e.inst is not inst:
-                e = _Entry(inst, free, rem, b, avail, inst.state == READY)
+                e = _Entry(inst, free, rem, b, avail, ready)
             else:
-                e.free, e.rem, e.bin, e.avail, e.ready = free, rem, b, avail, inst.state == READY
+                e.free, e.rem, e.bin, e.avail, e.ready = free, rem, b, avail, ready
             entries[iid] = e
             bn = bins.get(b)
             if bn is None:

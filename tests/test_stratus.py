@@ -39,6 +39,9 @@ class FakeView:
     def instance_remaining(self, inst):
         return self._rem[inst.iid]
 
+    def instances_remaining(self, insts):
+        return [self._rem[i.iid] for i in insts]
+
     def price(self, itype, market=None):
         return self._prices[itype if isinstance(itype, str) else itype.name]
 
