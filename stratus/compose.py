@@ -4,7 +4,7 @@ into a ``Plan``, which tracks the capacity they have already promised this tick.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from pricing.catalog import InstanceType
@@ -28,6 +28,10 @@ class Plan:
     def free(self, inst: Instance) -> Vec:
         """Free capacity of ``inst`` after what this plan already put on or took off it."""
         return self._free.get(inst.iid, inst.free)
+
+    def touched(self) -> Iterable[int]:
+        """Ids of the instances whose free capacity this plan has changed."""
+        return self._free.keys()
 
     def fits(self, task: Task, inst: Instance) -> bool:
         return fits(task.req, self._free.get(inst.iid, inst.free))
