@@ -15,12 +15,11 @@ and before any job has finished, ``default_s``.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
-from statistics import median
 
 from stratus.estimators import MIN_ESTIMATE_S, Estimator, error_distribution, online_pass
 from stratus.model import Task
+from stratus.windows import Window
 
 Key = tuple
 
@@ -38,11 +37,23 @@ ATTRIBUTES: dict[str, Callable[[Task], Key]] = {
     "user+hour": lambda t: (t.user, _hour(t)),
     "user": lambda t: (t.user,),
 }
-STATISTICS: dict[str, Callable[[deque], float]] = {
-    "mean": lambda w: sum(w) / len(w),
-    "median": median,
-    "recent": lambda w: w[-1],
+STATISTICS: dict[str, Callable[[Window], float]] = {
+    "mean": Window.mean,
+    "median": Window.median,
+    "recent": Window.recent,
 }
+_KEYS = tuple(ATTRIBUTES.values())
+
+
+class _Group(Window):
+    """The last jobs of one group, with the statistics (STATISTICS order) of what it holds:
+    computed once when a job joins rather than at every prediction that reads them."""
+
+    __slots__ = ("stats",)
+
+    def add(self, x: float) -> None:
+        self.append(x)
+        self.stats = tuple(f(self) for f in STATISTICS.values())
 
 
 class HistoryEstimator(Estimator):
@@ -54,14 +65,18 @@ class HistoryEstimator(Estimator):
         self.error_window = error_window
         self.default_s = default_s
         self.pairs = [(a, s) for a in ATTRIBUTES for s in STATISTICS]
-        self._specificity = {p: i for i, p in enumerate(self.pairs)}
-        self.groups: dict[tuple[str, Key], deque] = {}
-        self.errors: dict[tuple[str, str], deque] = {p: deque(maxlen=error_window) for p in self.pairs}
-        self._err_median: dict[tuple[str, str], float] = {}
-        self._err_count: dict[tuple[str, str], int] = {}
-        self.recent: deque = deque(maxlen=200)  # cluster-wide fallback
+        self._names = [f"{a}/{s}" for a, s in self.pairs]
+        # per attribute (ATTRIBUTES order): group key -> the group's last jobs
+        self.groups: list[dict[Key, _Group]] = [{} for _ in ATTRIBUTES]
+        # per pair (self.pairs order): its errors over the last scored jobs, how many jobs
+        # it has scored, and its median error as last refreshed (None: not scored yet)
+        self.errors = [Window(error_window) for _ in self.pairs]
+        self._err_count = [0] * len(self.pairs)
+        self._err_median: list[float | None] = [None] * len(self.pairs)
+        self._ranked: list[int] | None = None  # pair indices, best first; None: stale
+        self.recent = Window(200)  # cluster-wide fallback
         self._job_est: dict[int, float] = {}
-        self._job_cands: dict[int, list[tuple[tuple[str, str], float]]] = {}
+        self._job_cands: dict[int, list[tuple[int, float]]] = {}
         self.log: list[tuple[float, float]] = []  # (estimate, actual mean task runtime) per job
         self.chosen: dict[str, int] = {}
         self.warmup_jobs = 0
@@ -81,27 +96,41 @@ class HistoryEstimator(Estimator):
         return self
 
     # --- prediction ----------------------------------------------------------------------
-    def _rank(self, pair) -> tuple:
-        m = self._err_median.get(pair)
-        return (0, m) if m is not None else (1, self._specificity[pair])
+    def _ranking(self) -> list[int]:
+        """Pairs by lowest median error, unscored ones after, most specific first; ties go
+        to the more specific pair (the first in ``self.pairs``). Median errors are finite
+        (runtimes are > 0), so this order is total and its first available pair is the one
+        a minimum over the candidates would pick."""
+        med = self._err_median
+        self._ranked = sorted(range(len(med)),
+                              key=lambda i: (0, med[i], i) if med[i] is not None else (1, i))
+        return self._ranked
 
     def _predict_job(self, t: Task) -> float:
+        nstat = len(STATISTICS)
         cands = []
-        for attr, keyf in ATTRIBUTES.items():
-            w = self.groups.get((attr, keyf(t)))
-            if w:
-                for s, f in STATISTICS.items():
-                    cands.append(((attr, s), f(w)))
+        avail = []  # per attribute: its group's statistics, or None
+        for a, (groups, keyf) in enumerate(zip(self.groups, _KEYS)):
+            w = groups.get(keyf(t))
+            stats = w.stats if w else None
+            avail.append(stats)
+            if stats is not None:  # pairs a * nstat .. are this attribute's
+                cands.extend(zip(range(a * nstat, (a + 1) * nstat), stats))
         self._job_cands[t.job] = cands
         if cands:
-            pair, est = min(cands, key=lambda c: self._rank(c[0]))
-            self.chosen[f"{pair[0]}/{pair[1]}"] = self.chosen.get(f"{pair[0]}/{pair[1]}", 0) + 1
+            for i in self._ranked or self._ranking():
+                stats = avail[i // nstat]
+                if stats is not None:
+                    est = stats[i % nstat]
+                    name = self._names[i]
+                    break
         elif self.recent:
-            est = median(self.recent)
-            self.chosen["cluster"] = self.chosen.get("cluster", 0) + 1
+            est = self.recent.median()
+            name = "cluster"
         else:
             est = self.default_s
-            self.chosen["default"] = self.chosen.get("default", 0) + 1
+            name = "default"
+        self.chosen[name] = self.chosen.get(name, 0) + 1
         return max(est, MIN_ESTIMATE_S)
 
     def predict(self, tasks: Sequence[Task]) -> list[float]:
@@ -116,12 +145,12 @@ class HistoryEstimator(Estimator):
 
     # --- learning ------------------------------------------------------------------------
     def _learn(self, t: Task, actual: float) -> None:
-        for attr, keyf in ATTRIBUTES.items():
-            k = (attr, keyf(t))
-            w = self.groups.get(k)
+        for groups, keyf in zip(self.groups, _KEYS):
+            k = keyf(t)
+            w = groups.get(k)
             if w is None:
-                w = self.groups[k] = deque(maxlen=self.window)
-            w.append(actual)
+                w = groups[k] = _Group(self.window)
+            w.add(actual)
         self.recent.append(actual)
 
     def observe(self, tasks: Sequence[Task], now: float) -> None:
@@ -131,13 +160,17 @@ class HistoryEstimator(Estimator):
         est = self._job_est.pop(job, None)
         if est is not None:
             self.log.append((est, actual))
-        for pair, e in self._job_cands.pop(job, ()):
-            errs = self.errors[pair]
+        errors, count, med = self.errors, self._err_count, self._err_median
+        for i, e in self._job_cands.pop(job, ()):
+            errs = errors[i]
             errs.append(abs(e - actual) / actual)
-            n = self._err_count[pair] = self._err_count.get(pair, 0) + 1
+            n = count[i] = count[i] + 1
             # the median of a 200-job window moves slowly: refresh it every few jobs
             if n < 16 or n % 8 == 0:
-                self._err_median[pair] = median(errs)
+                m = errs.median()
+                if m != med[i]:
+                    med[i] = m
+                    self._ranked = None
         self._learn(first, actual)
 
     # --- reporting ---------------------------------------------------------------------
