@@ -15,7 +15,9 @@ and before any job has finished, ``default_s``.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from stratus.estimators import MIN_ESTIMATE_S, Estimator, error_distribution, online_pass
 from stratus.model import Task
@@ -43,17 +45,23 @@ STATISTICS: dict[str, Callable[[Window], float]] = {
     "recent": Window.recent,
 }
 _KEYS = tuple(ATTRIBUTES.values())
+_runtime = attrgetter("runtime")
 
 
 class _Group(Window):
-    """The last jobs of one group, with the statistics (STATISTICS order) of what it holds:
-    computed once when a job joins rather than at every prediction that reads them."""
+    """The last jobs of one group and, once asked, their statistics (STATISTICS order),
+    kept until the next job joins."""
 
     __slots__ = ("stats",)
 
-    def add(self, x: float) -> None:
-        self.append(x)
-        self.stats = tuple(f(self) for f in STATISTICS.values())
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.stats: tuple[float, ...] | None = None
+
+    def statistics(self) -> tuple[float, ...]:
+        if self.stats is None:
+            self.stats = tuple(f(self) for f in STATISTICS.values())
+        return self.stats
 
 
 class HistoryEstimator(Estimator):
@@ -66,17 +74,20 @@ class HistoryEstimator(Estimator):
         self.default_s = default_s
         self.pairs = [(a, s) for a in ATTRIBUTES for s in STATISTICS]
         self._names = [f"{a}/{s}" for a, s in self.pairs]
+        nstat = len(STATISTICS)
+        self._pair_ids = [range(a * nstat, (a + 1) * nstat) for a in range(len(ATTRIBUTES))]
         # per attribute (ATTRIBUTES order): group key -> the group's last jobs
         self.groups: list[dict[Key, _Group]] = [{} for _ in ATTRIBUTES]
         # per pair (self.pairs order): its errors over the last scored jobs, how many jobs
-        # it has scored, and its median error as last refreshed (None: not scored yet)
+        # it has scored, its median error as last refreshed (None: not scored yet), and its
+        # rank: scored pairs by median error, then unscored ones; ties to the most specific
         self.errors = [Window(error_window) for _ in self.pairs]
         self._err_count = [0] * len(self.pairs)
         self._err_median: list[float | None] = [None] * len(self.pairs)
-        self._ranked: list[int] | None = None  # pair indices, best first; None: stale
+        self._rank: list[tuple] = [(1, i) for i in range(len(self.pairs))]
         self.recent = Window(200)  # cluster-wide fallback
         self._job_est: dict[int, float] = {}
-        self._job_cands: dict[int, list[tuple[int, float]]] = {}
+        self._job_cands: dict[int, tuple[list[int], list[float]]] = {}
         self.log: list[tuple[float, float]] = []  # (estimate, actual mean task runtime) per job
         self.chosen: dict[str, int] = {}
         self.warmup_jobs = 0
@@ -96,34 +107,21 @@ class HistoryEstimator(Estimator):
         return self
 
     # --- prediction ----------------------------------------------------------------------
-    def _ranking(self) -> list[int]:
-        """Pairs by lowest median error, unscored ones after, most specific first; ties go
-        to the more specific pair (the first in ``self.pairs``). Median errors are finite
-        (runtimes are > 0), so this order is total and its first available pair is the one
-        a minimum over the candidates would pick."""
-        med = self._err_median
-        self._ranked = sorted(range(len(med)),
-                              key=lambda i: (0, med[i], i) if med[i] is not None else (1, i))
-        return self._ranked
-
     def _predict_job(self, t: Task) -> float:
-        nstat = len(STATISTICS)
-        cands = []
-        avail = []  # per attribute: its group's statistics, or None
-        for a, (groups, keyf) in enumerate(zip(self.groups, _KEYS)):
+        ids: list[int] = []  # candidate pairs and their estimates
+        ests: list[float] = []
+        for groups, keyf, pair_ids in zip(self.groups, _KEYS, self._pair_ids):
             w = groups.get(keyf(t))
-            stats = w.stats if w else None
-            avail.append(stats)
-            if stats is not None:  # pairs a * nstat .. are this attribute's
-                cands.extend(zip(range(a * nstat, (a + 1) * nstat), stats))
-        self._job_cands[t.job] = cands
-        if cands:
-            for i in self._ranked or self._ranking():
-                stats = avail[i // nstat]
-                if stats is not None:
-                    est = stats[i % nstat]
-                    name = self._names[i]
-                    break
+            if w is not None:
+                ids.extend(pair_ids)
+                ests.extend(w.stats or w.statistics())
+        self._job_cands[t.job] = (ids, ests)
+        if ids:
+            # rank keys are unique (they end with the pair's index), so this is the first
+            # best candidate in pair order, as a min over (rank, candidate) would pick
+            best = min(ids, key=self._rank.__getitem__)
+            est = ests[ids.index(best)]
+            name = self._names[best]
         elif self.recent:
             est = self.recent.median()
             name = "cluster"
@@ -150,27 +148,35 @@ class HistoryEstimator(Estimator):
             w = groups.get(k)
             if w is None:
                 w = groups[k] = _Group(self.window)
-            w.add(actual)
+            w.append(actual)
+            w.stats = None
         self.recent.append(actual)
 
     def observe(self, tasks: Sequence[Task], now: float) -> None:
-        actual = sum(t.runtime for t in tasks) / len(tasks)
+        actual = sum(map(_runtime, tasks)) / len(tasks)  # in task order, as sum(genexpr)
         first = tasks[0]
         job = first.job
         est = self._job_est.pop(job, None)
         if est is not None:
             self.log.append((est, actual))
-        errors, count, med = self.errors, self._err_count, self._err_median
-        for i, e in self._job_cands.pop(job, ()):
-            errs = errors[i]
-            errs.append(abs(e - actual) / actual)
+        ids, ests = self._job_cands.pop(job, ((), ()))
+        errors, count, med, size = self.errors, self._err_count, self._err_median, self.error_window
+        for i, e in zip(ids, ests):
+            x = abs(e - actual) / actual
+            w = errors[i]  # Window.append, inlined: it runs for every pair of every job
+            values, ordered = w.values, w.ordered
+            if len(values) == size:
+                del ordered[bisect_left(ordered, values.popleft())]
+            values.append(x)
+            insort(ordered, x)
             n = count[i] = count[i] + 1
             # the median of a 200-job window moves slowly: refresh it every few jobs
             if n < 16 or n % 8 == 0:
-                m = errs.median()
+                k = len(ordered)
+                m = ordered[k // 2] if k % 2 else (ordered[k // 2 - 1] + ordered[k // 2]) / 2
                 if m != med[i]:
                     med[i] = m
-                    self._ranked = None
+                    self._rank[i] = (0, m, i)
         self._learn(first, actual)
 
     # --- reporting ---------------------------------------------------------------------
