@@ -44,32 +44,8 @@ class ReplayResult:
     def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
         insts = e.released
         dims = len(DIMS)
-        rows = []
-        cost_by_type: dict[str, float] = defaultdict(float)
-        cost_by_market: dict[str, float] = defaultdict(float)
-        provisioned = np.zeros(dims)
-        allocated = np.zeros(dims)
-        booting = np.zeros(dims)
-        inst_seconds = 0.0
-        for inst in insts:
-            life = inst.released_at - inst.requested_at
-            inst_seconds += life
-            cap = np.asarray(inst.itype.capacity, dtype=np.float64)
-            provisioned += cap * life
-            up = inst.ready_at if inst.ready_at is not None else inst.released_at
-            booting += cap * (min(up, inst.released_at) - inst.requested_at)
-            allocated += np.asarray(inst._used_integral)
-            cost_by_type[inst.itype.name] += inst.cost
-            cost_by_market[inst.market] += inst.cost
-            rows.append((inst.iid, inst.itype.name, inst.market, inst.requested_at,
-                         inst.ready_at if inst.ready_at is not None else math.nan,
-                         inst.released_at, inst.cost, inst.hosted,
-                         *(u / c / life if life > 0 else math.nan
-                           for u, c in zip(inst._used_integral, inst.itype.capacity))))
-        rows.sort()
-        instances = pd.DataFrame(rows, columns=[
-            "iid", "type", "market", "requested_s", "ready_s", "released_s", "cost_usd",
-            "tasks_hosted", *(f"util_{d}" for d in DIMS)])
+        instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
+            _instance_table(insts, dims)
         total_cost = float(sum(cost_by_type.values()))
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
@@ -149,6 +125,57 @@ class ReplayResult:
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
                      "instances": {i.iid: i for i in insts}, "req": e._req, "prices": e.prices}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+INSTANCE_COLUMNS = ["iid", "type", "market", "requested_s", "ready_s", "released_s", "cost_usd",
+                    "tasks_hosted", *(f"util_{d}" for d in DIMS)]
+
+
+def _running_sum(x: np.ndarray) -> np.ndarray:
+    """Sums down axis 0 added one row at a time from zero, as a Python loop of ``+=`` would
+    (an accumulate, unlike ``sum``'s pairwise order, rounds exactly the same)."""
+    start = np.zeros((1, *x.shape[1:]))
+    return np.add.accumulate(np.concatenate([start, x]), axis=0)[-1]
+
+
+def _instance_table(insts, dims: int):
+    """Per-instance rows (by instance id) and the totals over instances, in release order."""
+    n = len(insts)
+    if not n:
+        table = pd.DataFrame([], columns=INSTANCE_COLUMNS)
+        return table, 0.0, np.zeros(dims), np.zeros(dims), np.zeros(dims), {}, {}
+    iid = np.fromiter((i.iid for i in insts), np.int64, n)
+    requested = np.fromiter((i.requested_at for i in insts), np.float64, n)
+    released = np.fromiter((i.released_at for i in insts), np.float64, n)
+    ready = [i.ready_at for i in insts]
+    cost = [i.cost for i in insts]
+    names = [i.itype.name for i in insts]
+    markets = [i.market for i in insts]
+    cap = np.array([i.itype.capacity for i in insts], dtype=np.float64).reshape(n, dims)
+    used = np.array([i._used_integral for i in insts], dtype=np.float64).reshape(n, dims)
+    life = released - requested
+    up = np.array([r if r is not None else f for r, f in zip(ready, released.tolist())],
+                  dtype=np.float64)
+    inst_seconds = float(_running_sum(life))
+    provisioned = _running_sum(cap * life[:, None])
+    booting = _running_sum(cap * (np.minimum(up, released) - requested)[:, None])
+    allocated = _running_sum(used)
+    cost_by_type: dict[str, float] = defaultdict(float)
+    cost_by_market: dict[str, float] = defaultdict(float)
+    for name, market, c in zip(names, markets, cost):
+        cost_by_type[name] += c
+        cost_by_market[market] += c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(life[:, None] > 0, used / cap / life[:, None], math.nan)
+    order = np.argsort(iid, kind="stable")
+    table = pd.DataFrame(dict(zip(INSTANCE_COLUMNS, (
+        iid[order], [names[k] for k in order],
+        [markets[k] for k in order], requested[order],
+        np.array([math.nan if r is None else r for r in ready], np.float64)[order],
+        released[order], np.array(cost, np.float64)[order],
+        np.fromiter((i.hosted for i in insts), np.int64, n)[order],
+        *(util[order, k] for k in range(dims))))))
+    return table, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market
 
 
 def _progress_utilization(e: Engine, provisioned: np.ndarray, progress: np.ndarray) -> dict:
