@@ -18,7 +18,7 @@ first-fit packer scans when vectors are any other length.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress
+from itertools import compress, count
 from operator import attrgetter, ne
 
 from stratus.model import RELEASED, Instance
@@ -69,10 +69,12 @@ class FreeTree:
             m1[i] = v1
             i >>= 1
 
-    def find(self, r0: int, r1: int) -> int:
-        """The leftmost slot with free >= (r0, r1) in both dimensions, or -1."""
+    def find(self, r0: int, r1: int, lo: int = 0) -> int:
+        """The leftmost slot from ``lo`` on with free >= (r0, r1) in both dimensions, or -1."""
         m0, m1, cap = self.m0, self.m1, self.cap
-        node = 1
+        # from the root, or from leaf lo: the same walk then visits, left to right, the
+        # subtrees that cover the slots after it
+        node = lo + cap if lo else 1
         while True:
             if m0[node] >= r0 and m1[node] >= r1:
                 if node >= cap:
@@ -112,6 +114,7 @@ class LiveIndex:
         self.slot: dict[int, int] = {}  # iid -> slot
         self.last_iid = -1
         self.live = 0
+        self._after: dict[Vec, int] = {}  # request -> slot of its last answer (-1: none)
 
     def _rebuild(self, instances: Iterable[Instance]) -> None:
         self.insts = list(instances)
@@ -145,14 +148,15 @@ class LiveIndex:
 
         Reading every slot's free capacity is one pass in C (``map``), not a Python loop;
         only slots whose capacity changed, and new instances, cost Python work."""
-        insts, seen = self.insts, self.seen
-        frees = list(map(_free, insts))
-        for s in compress(range(len(frees)), map(ne, frees, seen)):
-            if insts[s].state == RELEASED:
+        self._after.clear()
+        insts, seen, put = self.insts, self.seen, self.tree.set
+        for s in list(compress(count(), map(ne, map(_free, insts), seen))):
+            inst = insts[s]
+            if inst.state == RELEASED:
                 self._drop(s)
             else:
-                f = seen[s] = frees[s]
-                self.tree.set(s, *f)
+                f = seen[s] = inst.free
+                put(s, f[0], f[1])
         try:
             newest = reversed(instances)  # a dict view: new instances are at its end
         except TypeError:
@@ -173,11 +177,19 @@ class LiveIndex:
             self._rebuild([i for i in self.insts if i is not _GONE])  # mostly dead: shrink
 
     def first_fit(self, req: Vec) -> Instance | None:
-        s = self.tree.find(*req)
+        # While free capacity only shrinks, nothing left of the last answer for the same
+        # request can fit it (a job's tasks often share one): search on from there.
+        lo = self._after.get(req, 0)
+        if lo < 0:
+            return None
+        s = self._after[req] = self.tree.find(req[0], req[1], lo)
         return None if s < 0 else self.insts[s]
 
     def update(self, inst: Instance, free: Vec) -> None:
         """``inst`` now has ``free`` (e.g. after a tentative placement)."""
         s = self.slot[inst.iid]
+        old = self.seen[s]
+        if free[0] > old[0] or free[1] > old[1]:
+            self._after.clear()  # it grew: earlier answers are no lower bounds now
         self.seen[s] = free
         self.tree.set(s, *free)

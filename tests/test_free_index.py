@@ -17,8 +17,8 @@ small = st.integers(0, 12)
 vec = st.tuples(small, small)
 
 
-def scan(values, req):
-    return next((s for s, v in enumerate(values) if fits(req, v)), -1)
+def scan(values, req, lo=0):
+    return next((s for s, v in enumerate(values) if s >= lo and fits(req, v)), -1)
 
 
 @settings(max_examples=200, deadline=None)
@@ -35,6 +35,8 @@ def test_tree_finds_the_leftmost_fit(values, ops, cap):
             tree.set(slot, *v)
         else:
             assert tree.find(*v) == scan(values, v)
+            lo = slot % max(1, len(values))
+            assert tree.find(*v, lo) == scan(values, v, lo)
     for v in [(0, 0), (12, 12), (5, 7)]:
         assert tree.find(*v) == scan(values, v)
 
@@ -62,19 +64,20 @@ class FakeView:
 
 
 # one step between looks: acquire, change a free capacity, release (with or without a
-# change of free capacity, as a revoked or an idle kept instance), or look up a request
+# change of free capacity, as a revoked or an idle kept instance), or look up a request a
+# few times (taking what it gets, sometimes giving capacity back in between)
 step = st.one_of(
     st.tuples(st.just("acquire"), vec),
     st.tuples(st.just("change"), st.integers(0, 10**6), vec),
     st.tuples(st.just("release"), st.integers(0, 10**6), st.booleans()),
-    st.tuples(st.just("query"), vec),
+    st.tuples(st.just("query"), vec, st.integers(1, 4), st.integers(-3, 10**6)),
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(step, max_size=120), st.sampled_from([1, 2, 64]))
-@example([("acquire", (3, 3))] * 6 + [("query", (1, 1))] + [("release", 0, True)] * 5
-         + [("query", (1, 1)), ("acquire", (4, 4)), ("query", (4, 4))], 1)  # shrinks
+@example([("acquire", (3, 3))] * 6 + [("query", (1, 1), 1, -1)] + [("release", 0, True)] * 5
+         + [("query", (1, 1), 1, -1), ("acquire", (4, 4)), ("query", (4, 4), 1, -1)], 1)
 def test_live_index_follows_the_view(steps, min_cap):
     view, index, next_iid = FakeView(), LiveIndex(min_cap), 0
     for op, *args in steps:
@@ -90,14 +93,20 @@ def test_live_index_follows_the_view(steps, min_cap):
             if args[1]:
                 inst.free = (inst.free[0] + 1, inst.free[1])
             del view.alive[inst.iid]
-        elif op == "query":
+        elif op == "query":  # the same request a few times, as a job's tasks
             index.sync(view.instances)
-            want = next((i for i in view.alive.values() if fits(args[0], i.free)), None)
-            got = index.first_fit(args[0])
-            assert got is want
-            if got is not None:  # take it, as a placement would
-                got.free = (got.free[0] - args[0][0], got.free[1] - args[0][1])
-                index.update(got, got.free)
+            for _ in range(args[1]):
+                want = next((i for i in view.alive.values() if fits(args[0], i.free)), None)
+                got = index.first_fit(args[0])
+                assert got is want
+                if got is not None:  # take it, as a placement would
+                    got.free = (got.free[0] - args[0][0], got.free[1] - args[0][1])
+                    index.update(got, got.free)
+                if args[2] >= 0 and view.alive:  # and sometimes give some back
+                    live = list(view.alive.values())
+                    inst = live[args[2] % len(live)]
+                    inst.free = (inst.free[0] + 2, inst.free[1] + 1)
+                    index.update(inst, inst.free)
 
 
 @settings(max_examples=150, deadline=None)
