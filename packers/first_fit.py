@@ -36,14 +36,13 @@ class FirstFit:
         for iid in plan.touched():  # capacity this tick's plan already promised
             index.update(view.instance(iid), plan.free(view.instance(iid)))
         left = []
-        first_fit, update, place, free = index.first_fit, index.update, plan.place, plan.free
+        first_fit, update, place = index.first_fit, index.update, plan.place
         for task in tasks:
             inst = first_fit(task.req)
             if inst is None:
                 left.append(task)
             else:
-                place(task, inst)
-                update(inst, free(inst))
+                update(inst, place(task, inst))
         return left
 
     @staticmethod
