@@ -190,7 +190,7 @@ def _instance_table(insts, dims: int):
     for k, c in zip(order.argsort().tolist(), in_release_order(cost).tolist()):
         cost_by_type[names[k]] += c
         cost_by_market[markets[k]] += c
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         util = np.where(life[:, None] > 0, used / cap / life[:, None], math.nan)
     table = pd.DataFrame(dict(zip(INSTANCE_COLUMNS, (
         column("iid", np.int64), names, markets, requested, ready, released, cost,
