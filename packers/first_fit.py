@@ -36,13 +36,13 @@ class FirstFit:
         for iid in plan.touched():  # capacity this tick's plan already promised
             index.update(view.instance(iid), plan.free(view.instance(iid)))
         left = []
-        first_fit, update, place = index.first_fit, index.update, plan.place
+        find, took, insts, place = index.find, index.took, index.insts, plan.place
         for task in tasks:
-            inst = first_fit(task.req)
-            if inst is None:
+            s = find(task.req)
+            if s < 0:
                 left.append(task)
             else:
-                update(inst, place(task, inst))
+                took(s, place(task, insts[s]))
         return left
 
     @staticmethod

@@ -176,14 +176,24 @@ class LiveIndex:
         elif len(self.insts) > 4 * self.min_cap and 4 * self.live < len(self.insts):
             self._rebuild([i for i in self.insts if i is not _GONE])  # mostly dead: shrink
 
-    def first_fit(self, req: Vec) -> Instance | None:
+    def find(self, req: Vec) -> int:
+        """The slot of the oldest instance ``req`` fits on (``self.insts[slot]``), or -1."""
         # While free capacity only shrinks, nothing left of the last answer for the same
         # request can fit it (a job's tasks often share one): search on from there.
         lo = self._after.get(req, 0)
         if lo < 0:
-            return None
+            return -1
         s = self._after[req] = self.tree.find(req[0], req[1], lo)
+        return s
+
+    def first_fit(self, req: Vec) -> Instance | None:
+        s = self.find(req)
         return None if s < 0 else self.insts[s]
+
+    def took(self, s: int, free: Vec) -> None:
+        """Slot ``s`` has only ``free`` left now (less than before: a placement)."""
+        self.seen[s] = free
+        self.tree.set(s, free[0], free[1])
 
     def update(self, inst: Instance, free: Vec) -> None:
         """``inst`` now has ``free`` (e.g. after a tentative placement)."""
