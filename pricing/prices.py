@@ -9,6 +9,7 @@ prices are constant; spot prices are step functions loaded from a trace.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -27,7 +28,7 @@ class PriceSeries:
     ``[times[i], times[i+1])``; before ``times[0]`` the first price holds and after the
     last change the last price holds. Prices are in $/hour, times in seconds."""
 
-    __slots__ = ("times", "prices", "_cum")
+    __slots__ = ("times", "prices", "_cum", "_t", "_p", "_c")
 
     def __init__(self, times: Iterable[float], prices: Iterable[float]) -> None:
         t = np.asarray(list(times) if not isinstance(times, np.ndarray) else times, dtype=np.float64)
@@ -42,6 +43,11 @@ class PriceSeries:
         self.prices = p
         # _cum[i] = integral of the price from times[0] to times[i], in $*s/h
         self._cum = np.concatenate([[0.0], np.cumsum(p[:-1] * np.diff(t))])
+        # the same numbers as Python lists: a scalar lookup is a bisect, not a numpy call
+        # (the engine asks at every release), with the same float arithmetic after
+        self._t = t.tolist()
+        self._p = p.tolist()
+        self._c = self._cum.tolist()
 
     @classmethod
     def constant(cls, price: float) -> PriceSeries:
@@ -52,27 +58,27 @@ class PriceSeries:
         return self.times.size == 1
 
     def at(self, t: float) -> float:
-        i = int(np.searchsorted(self.times, t, side="right")) - 1
-        return float(self.prices[max(i, 0)])
+        i = bisect_right(self._t, t) - 1
+        return self._p[max(i, 0)]
 
     def next_change(self, t: float) -> float:
         """First change time strictly after ``t`` (``inf`` if none)."""
-        i = int(np.searchsorted(self.times, t, side="right"))
-        return float(self.times[i]) if i < self.times.size else math.inf
+        i = bisect_right(self._t, t)
+        return self._t[i] if i < len(self._t) else math.inf
 
     def _antiderivative(self, t: float) -> float:
-        t0 = self.times[0]
+        t0 = self._t[0]
         if t <= t0:
-            return float(self.prices[0] * (t - t0))
-        i = int(np.searchsorted(self.times, t, side="right")) - 1
-        return float(self._cum[i] + self.prices[i] * (t - self.times[i]))
+            return self._p[0] * (t - t0)
+        i = bisect_right(self._t, t) - 1
+        return self._c[i] + self._p[i] * (t - self._t[i])
 
     def cost(self, t0: float, t1: float) -> float:
         """Dollars for holding one instance over ``[t0, t1]`` at this price (per-second billing)."""
         if t1 <= t0:
             return 0.0
-        if self.times.size == 1:
-            return float(self.prices[0]) * (t1 - t0) / 3600.0
+        if len(self._t) == 1:
+            return self._p[0] * (t1 - t0) / 3600.0
         return (self._antiderivative(t1) - self._antiderivative(t0)) / 3600.0
 
 

@@ -26,9 +26,12 @@ class CheapestPerTask:
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = by_price(view)
         cache: dict[tuple, InstanceType | None] = {}
+        market, acquire = view.market, plan.acquire
         for task in tasks:
-            if task.req not in cache:
-                cache[task.req] = next((t for t in types if fits(task.req, t.capacity)), None)
-            itype = cache[task.req]
+            req = task.req
+            if req in cache:
+                itype = cache[req]
+            else:
+                itype = cache[req] = next((t for t in types if fits(req, t.capacity)), None)
             if itype is not None:  # else every type it fits is above its bid: wait
-                plan.acquire(itype, (task,))
+                acquire(itype, (task,), market)

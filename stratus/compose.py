@@ -4,7 +4,8 @@ into a ``Plan``, which tracks the capacity they have already promised this tick.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from operator import sub
 from typing import Protocol
 
 from pricing.catalog import InstanceType
@@ -29,22 +30,32 @@ class Plan:
         """Free capacity of ``inst`` after what this plan already put on or took off it."""
         return self._free.get(inst.iid, inst.free)
 
+    def touched(self) -> Iterable[int]:
+        """Ids of the instances whose free capacity this plan has changed."""
+        return self._free.keys()
+
     def fits(self, task: Task, inst: Instance) -> bool:
         return fits(task.req, self._free.get(inst.iid, inst.free))
 
-    def _take(self, inst: Instance, req: Vec) -> None:
+    def _take(self, inst: Instance, req: Vec) -> Vec:
         free = self._free.get(inst.iid, inst.free)
-        if not fits(req, free):
+        left = tuple(map(sub, free, req))
+        if min(left) < 0:  # some request above what is free
             raise DecisionError(f"plan: {req} does not fit on {inst!r} (free {free})")
-        self._free[inst.iid] = tuple(f - r for f, r in zip(free, req))
+        self._free[inst.iid] = left
+        return left
 
-    def place(self, task: Task, inst: Instance) -> None:
-        self._take(inst, task.req)
+    def place(self, task: Task, inst: Instance) -> Vec:
+        """Put a pending task on ``inst``; returns what is free there now."""
+        left = self._take(inst, task.req)
         self.decisions.placements.append(Place(task, inst))
+        return left
 
-    def migrate(self, task: Task, dest: Instance) -> None:
-        self._take(dest, task.req)
+    def migrate(self, task: Task, dest: Instance) -> Vec:
+        """Move a running task to ``dest``; returns what is free there now."""
+        left = self._take(dest, task.req)
         self.decisions.migrations.append(Migrate(task, dest))
+        return left
 
     def acquire(self, itype: InstanceType, tasks: Sequence[Task] = (), market: str | None = None,
                 migrate: Sequence[Task] = (), bid: float | None = None, keep: bool = False) -> Acquire:

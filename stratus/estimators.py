@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from stratus.errors import ConfigError
+from stratus.gcpause import rare_gc
 from stratus.model import Task
 
 MIN_ESTIMATE_S = 1.0  # an estimate of zero would put a task in no runtime bin
@@ -76,29 +77,46 @@ class NoisyEstimator(Estimator):
 
 
 def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
-    """(submit, end if run at once, tasks) per job of a canonical frame, by submit time."""
+    """(submit, end if run at once, tasks) per job of a canonical frame, by submit time
+    (jobs submitted at the same time: in order of their first row); tasks in row order."""
     from stratus.resources import request_units
 
-    out: dict[int, tuple[float, float, list[Task]]] = {}
-    reqs = map(tuple, request_units(frame["cpu"], frame["mem_gib"]).tolist())
-    cols = zip(range(len(frame)), frame["job_id"].tolist(), frame["task_id"].tolist(),
-               frame["submit_s"].tolist(), frame["runtime_s"].tolist(), reqs,
-               frame["user"].tolist(), frame["job_name"].tolist(), frame["priority"].tolist())
-    for tid, job, idx, sub, rt, req, user, name, prio in cols:
-        t = Task(tid, job, idx, sub, rt, req, str(user), str(name), prio)
-        rec = out.get(job)
-        if rec is None:
-            out[job] = (sub, sub + rt, [t])
-        else:
-            rec[2].append(t)
-            out[job] = (min(rec[0], sub), max(rec[1], sub + rt), rec[2])
-    return sorted(out.values(), key=lambda r: r[0])
+    n = len(frame)
+    if not n:
+        return []
+    job = frame["job_id"].to_numpy()
+    sub = frame["submit_s"].to_numpy(dtype=np.float64)
+    rt = frame["runtime_s"].to_numpy(dtype=np.float64)
+    # jobs numbered by first appearance; rows grouped by job, in row order within a job
+    uniq, first, inverse = np.unique(job, return_index=True, return_inverse=True)
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(uniq.size)
+    code = rank[inverse.reshape(-1)]
+    order = np.argsort(code, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(code))]).tolist()
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    job_sub = np.minimum.reduceat(sub[order], starts)
+    job_end = np.maximum.reduceat((sub + rt)[order], starts)
+    units = request_units(frame["cpu"], frame["mem_gib"])
+    reqs = zip(*(units[:, d].tolist() for d in range(units.shape[1])))  # tuples of ints
+    tasks = list(map(Task, range(n), job.tolist(), frame["task_id"].tolist(), sub.tolist(),
+                     rt.tolist(), reqs, map(str, frame["user"].tolist()),
+                     map(str, frame["job_name"].tolist()), frame["priority"].tolist()))
+    grouped = [tasks[i] for i in order.tolist()]
+    by_submit = np.argsort(job_sub, kind="stable").tolist()  # stable, as sorted() is
+    job_sub, job_end = job_sub.tolist(), job_end.tolist()
+    return [(job_sub[k], job_end[k], grouped[bounds[k]:bounds[k + 1]]) for k in by_submit]
 
 
 def online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
     """Feed ``frame``'s jobs to ``est`` in time order: predicted when submitted, learned
     from when their last task ends (as if run at once). Returns (mean predicted, mean
     actual) task runtime per job, the quantity Stratus's modified JVuPredict estimates (§3.4)."""
+    with rare_gc():
+        return _online_pass(est, frame)
+
+
+def _online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
     jobs = trace_jobs(frame)
     events = sorted([(sub, 1, i) for i, (sub, _, _) in enumerate(jobs)]
                     + [(end, 0, i) for i, (_, end, _) in enumerate(jobs)])  # ends first at ties

@@ -15,12 +15,13 @@ and before any job has finished, ``default_s``.
 
 from __future__ import annotations
 
-from collections import deque
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
-from statistics import median
+from operator import attrgetter
 
 from stratus.estimators import MIN_ESTIMATE_S, Estimator, error_distribution, online_pass
 from stratus.model import Task
+from stratus.windows import Window
 
 Key = tuple
 
@@ -38,11 +39,29 @@ ATTRIBUTES: dict[str, Callable[[Task], Key]] = {
     "user+hour": lambda t: (t.user, _hour(t)),
     "user": lambda t: (t.user,),
 }
-STATISTICS: dict[str, Callable[[deque], float]] = {
-    "mean": lambda w: sum(w) / len(w),
-    "median": median,
-    "recent": lambda w: w[-1],
+STATISTICS: dict[str, Callable[[Window], float]] = {
+    "mean": Window.mean,
+    "median": Window.median,
+    "recent": Window.recent,
 }
+_KEYS = tuple(ATTRIBUTES.values())
+_runtime = attrgetter("runtime")
+
+
+class _Group(Window):
+    """The last jobs of one group and, once asked, their statistics (STATISTICS order),
+    kept until the next job joins."""
+
+    __slots__ = ("stats",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.stats: tuple[float, ...] | None = None
+
+    def statistics(self) -> tuple[float, ...]:
+        if self.stats is None:
+            self.stats = tuple(f(self) for f in STATISTICS.values())
+        return self.stats
 
 
 class HistoryEstimator(Estimator):
@@ -54,14 +73,21 @@ class HistoryEstimator(Estimator):
         self.error_window = error_window
         self.default_s = default_s
         self.pairs = [(a, s) for a in ATTRIBUTES for s in STATISTICS]
-        self._specificity = {p: i for i, p in enumerate(self.pairs)}
-        self.groups: dict[tuple[str, Key], deque] = {}
-        self.errors: dict[tuple[str, str], deque] = {p: deque(maxlen=error_window) for p in self.pairs}
-        self._err_median: dict[tuple[str, str], float] = {}
-        self._err_count: dict[tuple[str, str], int] = {}
-        self.recent: deque = deque(maxlen=200)  # cluster-wide fallback
+        self._names = [f"{a}/{s}" for a, s in self.pairs]
+        nstat = len(STATISTICS)
+        self._pair_ids = [range(a * nstat, (a + 1) * nstat) for a in range(len(ATTRIBUTES))]
+        # per attribute (ATTRIBUTES order): group key -> the group's last jobs
+        self.groups: list[dict[Key, _Group]] = [{} for _ in ATTRIBUTES]
+        # per pair (self.pairs order): its errors over the last scored jobs, how many jobs
+        # it has scored, its median error as last refreshed (None: not scored yet), and its
+        # rank: scored pairs by median error, then unscored ones; ties to the most specific
+        self.errors = [Window(error_window) for _ in self.pairs]
+        self._err_count = [0] * len(self.pairs)
+        self._err_median: list[float | None] = [None] * len(self.pairs)
+        self._rank: list[tuple] = [(1, i) for i in range(len(self.pairs))]
+        self.recent = Window(200)  # cluster-wide fallback
         self._job_est: dict[int, float] = {}
-        self._job_cands: dict[int, list[tuple[tuple[str, str], float]]] = {}
+        self._job_cands: dict[int, tuple[list[int], list[float]]] = {}
         self.log: list[tuple[float, float]] = []  # (estimate, actual mean task runtime) per job
         self.chosen: dict[str, int] = {}
         self.warmup_jobs = 0
@@ -81,27 +107,28 @@ class HistoryEstimator(Estimator):
         return self
 
     # --- prediction ----------------------------------------------------------------------
-    def _rank(self, pair) -> tuple:
-        m = self._err_median.get(pair)
-        return (0, m) if m is not None else (1, self._specificity[pair])
-
     def _predict_job(self, t: Task) -> float:
-        cands = []
-        for attr, keyf in ATTRIBUTES.items():
-            w = self.groups.get((attr, keyf(t)))
-            if w:
-                for s, f in STATISTICS.items():
-                    cands.append(((attr, s), f(w)))
-        self._job_cands[t.job] = cands
-        if cands:
-            pair, est = min(cands, key=lambda c: self._rank(c[0]))
-            self.chosen[f"{pair[0]}/{pair[1]}"] = self.chosen.get(f"{pair[0]}/{pair[1]}", 0) + 1
+        ids: list[int] = []  # candidate pairs and their estimates
+        ests: list[float] = []
+        for groups, keyf, pair_ids in zip(self.groups, _KEYS, self._pair_ids):
+            w = groups.get(keyf(t))
+            if w is not None:
+                ids.extend(pair_ids)
+                ests.extend(w.stats or w.statistics())
+        self._job_cands[t.job] = (ids, ests)
+        if ids:
+            # rank keys are unique (they end with the pair's index), so this is the first
+            # best candidate in pair order, as a min over (rank, candidate) would pick
+            best = min(ids, key=self._rank.__getitem__)
+            est = ests[ids.index(best)]
+            name = self._names[best]
         elif self.recent:
-            est = median(self.recent)
-            self.chosen["cluster"] = self.chosen.get("cluster", 0) + 1
+            est = self.recent.median()
+            name = "cluster"
         else:
             est = self.default_s
-            self.chosen["default"] = self.chosen.get("default", 0) + 1
+            name = "default"
+        self.chosen[name] = self.chosen.get(name, 0) + 1
         return max(est, MIN_ESTIMATE_S)
 
     def predict(self, tasks: Sequence[Task]) -> list[float]:
@@ -116,28 +143,40 @@ class HistoryEstimator(Estimator):
 
     # --- learning ------------------------------------------------------------------------
     def _learn(self, t: Task, actual: float) -> None:
-        for attr, keyf in ATTRIBUTES.items():
-            k = (attr, keyf(t))
-            w = self.groups.get(k)
+        for groups, keyf in zip(self.groups, _KEYS):
+            k = keyf(t)
+            w = groups.get(k)
             if w is None:
-                w = self.groups[k] = deque(maxlen=self.window)
+                w = groups[k] = _Group(self.window)
             w.append(actual)
+            w.stats = None
         self.recent.append(actual)
 
     def observe(self, tasks: Sequence[Task], now: float) -> None:
-        actual = sum(t.runtime for t in tasks) / len(tasks)
+        actual = sum(map(_runtime, tasks)) / len(tasks)  # in task order, as sum(genexpr)
         first = tasks[0]
         job = first.job
         est = self._job_est.pop(job, None)
         if est is not None:
             self.log.append((est, actual))
-        for pair, e in self._job_cands.pop(job, ()):
-            errs = self.errors[pair]
-            errs.append(abs(e - actual) / actual)
-            n = self._err_count[pair] = self._err_count.get(pair, 0) + 1
+        ids, ests = self._job_cands.pop(job, ((), ()))
+        errors, count, med, size = self.errors, self._err_count, self._err_median, self.error_window
+        for i, e in zip(ids, ests):
+            x = abs(e - actual) / actual
+            w = errors[i]  # Window.append, inlined: it runs for every pair of every job
+            values, ordered = w.values, w.ordered
+            if len(values) == size:
+                del ordered[bisect_left(ordered, values.popleft())]
+            values.append(x)
+            insort(ordered, x)
+            n = count[i] = count[i] + 1
             # the median of a 200-job window moves slowly: refresh it every few jobs
             if n < 16 or n % 8 == 0:
-                self._err_median[pair] = median(errs)
+                k = len(ordered)
+                m = ordered[k // 2] if k % 2 else (ordered[k // 2 - 1] + ordered[k // 2]) / 2
+                if m != med[i]:
+                    med[i] = m
+                    self._rank[i] = (0, m, i)
         self._learn(first, actual)
 
     # --- reporting ---------------------------------------------------------------------

@@ -1,0 +1,205 @@
+"""Which is the oldest live instance with room for a request? A capacity index for first fit.
+
+``FreeTree`` is a segment tree over slots in age order (oldest leftmost). Each node holds
+the largest free capacity in each dimension among the slots below it, so a query skips a
+subtree whose maximum in some dimension is below the request. The two maxima of a node may
+come from different instances: a descent can find nothing below a node that passed, and it
+then moves on to the next subtree to the right (backtracking). Answers are exactly a
+left-to-right scan's.
+
+``LiveIndex`` keeps a tree in step with a cluster view across ticks: new instances take the
+next slot (instance ids, hence view order, only grow), released ones leave a dead slot,
+and free capacity is reloaded where it changed since the last look.
+
+Both are written for two dimensions (cpu, mem), the only shape the catalogs have; the
+first-fit packer scans when vectors are any other length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import compress, count
+from operator import attrgetter, ne
+
+from stratus.model import RELEASED, Instance
+from stratus.resources import Vec
+
+DEAD = -1  # the free capacity of an empty slot: below every request (requests are >= 0)
+
+
+class FreeTree:
+    """Per-dimension maxima over ``cap`` slots (a power of two); leaves at [cap, 2 cap)."""
+
+    __slots__ = ("cap", "m0", "m1")
+
+    def __init__(self, values: Iterable[tuple[int, int]] = (), cap: int = 64) -> None:
+        self.build(list(values), cap)
+
+    def build(self, values: list[tuple[int, int]], cap: int = 64) -> None:
+        """Slots 0.. hold ``values``, the rest are dead; ``cap`` is rounded up to a power
+        of two that fits them."""
+        cap = 1 << (max(cap, len(values), 1) - 1).bit_length()
+        m0 = [DEAD] * (2 * cap)
+        m1 = [DEAD] * (2 * cap)
+        for i, (a, b) in enumerate(values, cap):
+            m0[i] = a
+            m1[i] = b
+        for i in range(cap - 1, 0, -1):
+            a, b = m0[2 * i], m0[2 * i + 1]
+            m0[i] = a if a > b else b
+            a, b = m1[2 * i], m1[2 * i + 1]
+            m1[i] = a if a > b else b
+        self.cap, self.m0, self.m1 = cap, m0, m1
+
+    def set(self, slot: int, f0: int, f1: int) -> None:
+        """Load a slot's free capacity and refresh the maxima above it."""
+        m0, m1 = self.m0, self.m1
+        i = slot + self.cap
+        m0[i] = f0
+        m1[i] = f1
+        i >>= 1
+        while i:
+            a, b = m0[2 * i], m0[2 * i + 1]
+            v0 = a if a > b else b
+            a, b = m1[2 * i], m1[2 * i + 1]
+            v1 = a if a > b else b
+            if m0[i] == v0 and m1[i] == v1:
+                break  # unchanged here, so unchanged above
+            m0[i] = v0
+            m1[i] = v1
+            i >>= 1
+
+    def find(self, r0: int, r1: int, lo: int = 0) -> int:
+        """The leftmost slot from ``lo`` on with free >= (r0, r1) in both dimensions, or -1."""
+        m0, m1, cap = self.m0, self.m1, self.cap
+        # from the root, or from leaf lo: the same walk then visits, left to right, the
+        # subtrees that cover the slots after it
+        node = lo + cap if lo else 1
+        while True:
+            if m0[node] >= r0 and m1[node] >= r1:
+                if node >= cap:
+                    return node - cap
+                node <<= 1  # try the left child first
+            else:
+                # nothing here: climb past right children, then take the right sibling
+                while node & 1:
+                    node >>= 1
+                if not node:
+                    return -1
+                node += 1
+
+
+_free = attrgetter("free")
+
+
+class _Gone:
+    """Stands in a dead slot so reconciliation can read every slot the same way."""
+
+    __slots__ = ()
+    free = None
+    state = RELEASED
+
+
+_GONE = _Gone()
+
+
+class LiveIndex:
+    """A ``FreeTree`` over a view's live instances, in view (age) order."""
+
+    def __init__(self, min_cap: int = 64) -> None:
+        self.min_cap = min_cap
+        self.tree = FreeTree(cap=min_cap)
+        self.insts: list[Instance | _Gone] = []  # slot -> instance
+        self.seen: list[Vec | None] = []  # slot -> free capacity loaded into the tree
+        self.slot: dict[int, int] = {}  # iid -> slot
+        self.last_iid = -1
+        self.live = 0
+        self._after: dict[Vec, int] = {}  # request -> slot of its last answer (-1: none)
+
+    def _rebuild(self, instances: Iterable[Instance]) -> None:
+        self.insts = list(instances)
+        self.seen = [i.free for i in self.insts]
+        self.slot = {inst.iid: s for s, inst in enumerate(self.insts)}
+        self.live = len(self.insts)
+        self.last_iid = max(self.slot, default=self.last_iid)
+        self.tree.build(self.seen, max(self.min_cap, 2 * self.live))
+
+    def _add(self, inst: Instance) -> None:
+        s = len(self.insts)
+        if s == self.tree.cap:  # full: drop dead slots, and grow if still over half full
+            self._rebuild([i for i in self.insts if i is not _GONE])
+            s = len(self.insts)
+        self.insts.append(inst)
+        self.seen.append(inst.free)
+        self.slot[inst.iid] = s
+        self.live += 1
+        self.last_iid = inst.iid
+        self.tree.set(s, *inst.free)
+
+    def _drop(self, s: int) -> None:
+        del self.slot[self.insts[s].iid]
+        self.insts[s] = _GONE
+        self.seen[s] = None
+        self.live -= 1
+        self.tree.set(s, DEAD, DEAD)
+
+    def sync(self, instances: Iterable[Instance]) -> None:
+        """Catch up with ``instances`` (the view's live instances, oldest first).
+
+        Reading every slot's free capacity is one pass in C (``map``), not a Python loop;
+        only slots whose capacity changed, and new instances, cost Python work."""
+        self._after.clear()
+        insts, seen, put = self.insts, self.seen, self.tree.set
+        for s in list(compress(count(), map(ne, map(_free, insts), seen))):
+            inst = insts[s]
+            if inst.state == RELEASED:
+                self._drop(s)
+            else:
+                f = seen[s] = inst.free
+                put(s, f[0], f[1])
+        try:
+            newest = reversed(instances)  # a dict view: new instances are at its end
+        except TypeError:
+            instances = list(instances)
+            newest = reversed(instances)
+        new = []
+        for inst in newest:
+            if inst.iid <= self.last_iid:
+                break
+            new.append(inst)
+        for inst in reversed(new):
+            self._add(inst)
+        if self.live != len(instances):
+            # a release that left the free capacity as it was (an idle kept instance)
+            # or an order this index does not expect: start again from the view
+            self._rebuild(instances)
+        elif len(self.insts) > 4 * self.min_cap and 4 * self.live < len(self.insts):
+            self._rebuild([i for i in self.insts if i is not _GONE])  # mostly dead: shrink
+
+    def find(self, req: Vec) -> int:
+        """The slot of the oldest instance ``req`` fits on (``self.insts[slot]``), or -1."""
+        # While free capacity only shrinks, nothing left of the last answer for the same
+        # request can fit it (a job's tasks often share one): search on from there.
+        lo = self._after.get(req, 0)
+        if lo < 0:
+            return -1
+        s = self._after[req] = self.tree.find(req[0], req[1], lo)
+        return s
+
+    def first_fit(self, req: Vec) -> Instance | None:
+        s = self.find(req)
+        return None if s < 0 else self.insts[s]
+
+    def took(self, s: int, free: Vec) -> None:
+        """Slot ``s`` has only ``free`` left now (less than before: a placement)."""
+        self.seen[s] = free
+        self.tree.set(s, free[0], free[1])
+
+    def update(self, inst: Instance, free: Vec) -> None:
+        """``inst`` now has ``free`` (e.g. after a tentative placement)."""
+        s = self.slot[inst.iid]
+        old = self.seen[s]
+        if free[0] > old[0] or free[1] > old[1]:
+            self._after.clear()  # it grew: earlier answers are no lower bounds now
+        self.seen[s] = free
+        self.tree.set(s, *free)
