@@ -18,9 +18,11 @@ import gc
 import math
 import time as _time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import count
+from operator import add, sub
 
 import numpy as np
 
@@ -86,10 +88,27 @@ class ReplayConfig:
         footprint_fraction(self.migration_footprint)
 
 
+@contextmanager
+def rare_gc():
+    """The engine allocates millions of small acyclic objects; with the default thresholds
+    the cyclic collector rescans every live task and instance over and over (a third of the
+    run time, measured). Collect rarely inside, restore the thresholds afterwards."""
+    old = gc.get_threshold()
+    gc.set_threshold(200_000, 50, 50)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 class Engine:
     """One replay of one trace under one scheduler. Use ``replay()``."""
 
     def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
+        with rare_gc():
+            self._init(trace, scheduler, cfg)
+
+    def _init(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
         cfg.validate()
         self.cfg = cfg
         self.trace = trace
@@ -122,7 +141,8 @@ class Engine:
         self._submit_list = self._submit.tolist()
         self._runtime = f["runtime_s"].tolist()
         fit_to_catalog(trace, cfg.catalog, drop=False)  # oversized tasks: an error naming rows
-        self._req = [tuple(r) for r in request_units(f["cpu"], f["mem_gib"]).tolist()]
+        units = request_units(f["cpu"], f["mem_gib"])
+        self._req = list(zip(*(units[:, d].tolist() for d in range(units.shape[1]))))
         job_ids = f["job_id"].to_numpy()
         uniq, job_idx = np.unique(job_ids, return_inverse=True)
         self._job_ids = uniq
@@ -261,7 +281,7 @@ class Engine:
     def _hold(self, inst: Instance, task: Task, t: float) -> None:
         self._touch(inst, t)
         inst._tasks[task.tid] = task
-        inst.free = tuple(f - r for f, r in zip(inst.free, task.req))
+        inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
         if self.holds is not None:
             self._hold_open[(inst.iid, task.tid)] = t
@@ -269,7 +289,7 @@ class Engine:
     def _unhold(self, inst: Instance, task: Task, t: float) -> None:
         self._touch(inst, t)
         del inst._tasks[task.tid]
-        inst.free = tuple(f + r for f, r in zip(inst.free, task.req))
+        inst.free = tuple(map(add, inst.free, task.req))
         if self.holds is not None:
             self.holds.append((inst.iid, task.tid, self._hold_open.pop((inst.iid, task.tid)), t))
 
@@ -562,15 +582,8 @@ class Engine:
         return max(math.ceil(nxt / tick - 1e-9) * tick, (math.floor(t / tick + 1e-9) + 1) * tick)
 
     def run(self) -> ReplayResult:
-        # The event loop allocates millions of small acyclic objects; with the default
-        # thresholds the cyclic collector rescans every live task and instance over and
-        # over (a third of the run time, measured). Collect rarely, restore afterwards.
-        old = gc.get_threshold()
-        gc.set_threshold(200_000, 50, 50)
-        try:
+        with rare_gc():
             return self._run()
-        finally:
-            gc.set_threshold(*old)
 
     def _run(self) -> ReplayResult:
         wall0 = _time.perf_counter()
