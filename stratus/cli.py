@@ -59,6 +59,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="replay schedulers in N processes (default: one per core; 1: serially "
+                        "in this process)")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
     _add_trace_options(p)
@@ -184,18 +187,23 @@ def cmd_replay(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from stratus.progress import ProgressBar
     from stratus.registry import get_spec, scheduler_names
     from stratus.report import comparison_table
-    from stratus.runs import replay_one
+    from stratus.runs import default_jobs, print_done, run_schedulers
 
     names = [n.strip() for n in args.schedulers.split(",")] if args.schedulers else scheduler_names()
     specs = [get_spec(n) for n in names]  # an unknown name fails before the (slow) load
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise StratusError(f"--jobs must be at least 1, got {jobs}")
     _check_cloud_options(args)
     sess = _Session(args)
     trace = _fitted(sess)
     print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)
-    runs = [replay_one(args, trace, s, sess.history, sess.warmup_hours(),
-                       progress=not args.no_progress).summary for s in specs]
+    tell = print_done(len(specs)) if not args.no_progress and ProgressBar.wanted() else None
+    runs = run_schedulers(args, trace, specs, sess.history, sess.warmup_hours(), jobs,
+                          on_done=tell)
     if args.json:
         print(json.dumps({"trace": trace.name, "runs": runs}))
     else:

@@ -89,6 +89,7 @@ def test_schedulers_json(capsys):
      "--migration-footprint takes"),
     (["compare", "--trace", "synthetic:google", "--migration-footprint", "footprint"],
      "--migration-footprint takes"),
+    (["compare", "--trace", "synthetic:google", "--jobs", "0"], "--jobs must be at least 1"),
     (["replay", "--trace", "synthetic:google", "--warmup-hours", "all"], "--warmup-hours takes"),
     (["estimate", "--trace", "synthetic:google", "--warmup-hours", "all"], "--warmup-hours takes"),
 ])

@@ -1,4 +1,5 @@
-"""--warmup-hours auto: the window's length within [1, 24] hours; a number as given."""
+"""compare --jobs: worker processes give a serial run's numbers, in the requested order, and
+their errors as one line; --warmup-hours auto: the window's length within [1, 24] hours."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import pytest
 
 from stratus.cli import main
-from stratus.errors import ConfigError
+from stratus.errors import ConfigError, DecisionError
+from stratus.registry import SCHEDULERS, SchedulerSpec, scheduler_names
 from traces.spec import warmup_hours
 
 SMALL = ["--trace", "synthetic:google?scale=0.05", "--hours", "2", "--seed", "1"]
@@ -17,6 +19,45 @@ def run_cli(capsys, *argv):
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def _without_wall(doc: dict) -> dict:
+    for r in doc["runs"]:
+        r.pop("wall_seconds")
+    return doc
+
+
+def test_parallel_compare_equals_serial_in_requested_order(capsys):
+    names = list(reversed(scheduler_names()))  # not the registry's order
+    argv = ["compare", *SMALL, "--schedulers", ",".join(names), "--json"]
+    code1, out1, err1 = run_cli(capsys, *argv, "--jobs", "1")
+    code2, out2, err2 = run_cli(capsys, *argv, "--jobs", "2")
+    assert code1 == code2 == 0
+    serial, parallel = _without_wall(json.loads(out1)), _without_wall(json.loads(out2))
+    assert [r["scheduler"] for r in parallel["runs"]] == names
+    assert parallel == serial
+    assert err2 == err1  # workers add nothing to stderr (not a terminal: no progress either)
+
+
+def _broken_factory():
+    raise DecisionError("broken on purpose")
+
+
+def test_a_worker_error_is_one_line(capsys, monkeypatch):
+    scheduler_names()  # builtins first: the registry loads them only when it is empty
+    monkeypatch.setitem(SCHEDULERS, "broken", SchedulerSpec("broken", _broken_factory, "test"))
+    code, out, err = run_cli(capsys, "compare", *SMALL, "--schedulers", "first-fit,broken",
+                             "--jobs", "2", "--json")
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == "stratus: error: broken on purpose" and "Traceback" not in err
+
+
+def test_a_scheduler_that_cannot_travel_asks_for_jobs_1(capsys, monkeypatch):
+    scheduler_names()
+    monkeypatch.setitem(SCHEDULERS, "local", SchedulerSpec("local", lambda: None, "test"))
+    code, out, err = run_cli(capsys, "compare", *SMALL, "--schedulers", "first-fit,local",
+                             "--jobs", "2", "--json")
+    assert code == 2 and out == "" and "use --jobs 1" in err.splitlines()[-1]
 
 
 @pytest.mark.parametrize("arg, window, want", [
