@@ -117,7 +117,10 @@ def measure(argv: list[str]) -> dict:
            "peak_rss_mib": round(rss_kib / 1024, 1) if rss_kib else None,
            "exit_code": proc.returncode}
     if proc.returncode == 0:
-        row["summary"] = json.loads(stdout)
+        try:
+            row["summary"] = json.loads(stdout)
+        except ValueError:  # the CLI's promise: exactly one JSON document on stdout
+            row["error"] = f"stdout is not one JSON document: {stdout[:80]!r}"
     else:
         lines = stderr.strip().splitlines()
         row["error"] = lines[-1] if lines else f"exit code {proc.returncode}"

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from stratus.errors import StratusError
+from stratus.errors import ConfigError, StratusError
 
 
 def _add_trace_options(p: argparse.ArgumentParser) -> None:
@@ -196,7 +196,7 @@ def cmd_compare(args) -> int:
     specs = [get_spec(n) for n in names]  # an unknown name fails before the (slow) load
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs < 1:
-        raise StratusError(f"--jobs must be at least 1, got {jobs}")
+        raise ConfigError(f"--jobs must be at least 1, got {jobs}")
     _check_cloud_options(args)
     sess = _Session(args)
     trace = _fitted(sess)

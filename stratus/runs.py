@@ -67,9 +67,9 @@ def default_jobs() -> int:
 
 # --- worker processes ---------------------------------------------------------------------
 # Each worker receives the trace and the warm-up history once, in its initializer, rather
-# than regenerating or reloading them from the spec: measured on the 490k-task Google-like
-# day, pickling both costs ~0.1 s against ~1 s to regenerate them (and ~6 s to load the real
-# Google 2011 window), and the workers would compete for the same two cores doing it.
+# than regenerating or reloading them from the spec: into two workers, 1.2-1.8 s against
+# 2.2-2.5 s for the 490k-task Google-like day, 5.6-6.9 s against 6.2-13.7 s for the real
+# Google 2011 window (docs/decisions.md), and the parent has loaded them anyway.
 _W: dict = {}
 
 
@@ -98,7 +98,7 @@ def _sendable(spec: SchedulerSpec) -> SchedulerSpec:
 
 def _stop(ex) -> None:
     """Stop the workers now rather than after their current replay (minutes on a big day).
-    Python < 3.14 has no public way to do it; the executor's process table is stable."""
+    Python < 3.14 has no public way; ``_processes`` has been there since 3.2."""
     terminate = getattr(ex, "terminate_workers", None)
     if terminate is not None:
         terminate()
@@ -108,7 +108,8 @@ def _stop(ex) -> None:
 
 
 def run_schedulers(args, trace, specs: list[SchedulerSpec], history: Callable[[], object],
-                   warmup_h: float | None, jobs: int, on_done: Callable[[str, dict], None] | None = None) -> list[dict]:
+                   warmup_h: float | None, jobs: int,
+                   on_done: Callable[[str, dict], None] | None = None) -> list[dict]:
     """Summaries of ``trace`` replayed under each of ``specs``, in that order. ``jobs`` > 1
     replays them in that many worker processes (spawned: nothing of this process's state
     leaks in), without progress bars, calling ``on_done`` as each finishes; the numbers are
