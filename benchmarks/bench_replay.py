@@ -245,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="synthetic scales (default 0.25,0.5,1)")
     ap.add_argument("--hours", type=float, default=24.0, help="synthetic window (24)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--quick", action="store_true", help="only the smallest volume")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the smallest volume (the real window has one and stays: "
+                         "--traces google,twosigma leaves it out)")
     ap.add_argument("--million", action="store_true",
                     help=f"instead: each scheduler on a Google-like day of ~1M tasks "
                          f"(scale {MILLION_SCALE:g}), for peak RSS")

@@ -54,3 +54,10 @@ def test_scaling_exponent_is_the_log_log_slope(bench):
     assert bench.exponent([(1000, 2.0), (2000, 4.0), (4000, 8.0)]) == 1.0
     assert bench.exponent([(1000, 1.0), (4000, 16.0)]) == 2.0
     assert bench.exponent([(1000, 1.0)]) is None
+
+
+def test_the_real_window_is_skipped_with_a_note_without_shared_data(bench, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "SHARED", Path("/nonexistent/shared/data"))
+    todo = bench.cases(["google2011", "google"], [0.25])
+    assert [c["trace"] for c in todo] == ["google"]
+    assert "skipping the real Google 2011 window" in capsys.readouterr().err
