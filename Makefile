@@ -23,8 +23,9 @@ demo: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 
+# make bench BENCH_ARGS="--quick" (or --volumes 0.25,0.5, --million, --json ...)
 bench: venv
-	$(PY) benchmarks/bench_replay.py
+	$(PY) benchmarks/bench_replay.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from stratus.errors import StratusError
+from stratus.errors import ConfigError, StratusError
 
 
 def _add_trace_options(p: argparse.ArgumentParser) -> None:
@@ -36,8 +36,9 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
                    help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--estimator", default=None,
                    help="oracle, noisy:H or history (default: the scheduler's, else oracle)")
-    p.add_argument("--warmup-hours", type=float, default=24.0,
-                   help="history a learning estimator trains on before the window (24)")
+    p.add_argument("--warmup-hours", default="auto", metavar="H|auto",
+                   help="history a learning estimator trains on before the window (auto: "
+                        "the window's length, 1 to 24 hours)")
     p.add_argument("--catalog", default="m4", help="instance family: m4 (default) or m5")
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs with a task larger than every instance type (reported)")
@@ -59,11 +60,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="replay schedulers in N processes (default: one per core; 1: serially "
+                        "in this process)")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
     _add_trace_options(p)
     p.add_argument("--estimator", default="history", help="oracle, noisy:H or history (default)")
-    p.add_argument("--warmup-hours", type=float, default=24.0)
+    p.add_argument("--warmup-hours", default="auto", metavar="H|auto")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("schedulers", help="list the registered schedulers")
     p.add_argument("--json", action="store_true")
@@ -87,21 +91,15 @@ def _build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _spinup(text: str) -> tuple[float, float]:
-    try:
-        lo, hi = (float(x) for x in text.split(","))
-    except ValueError:
-        raise StratusError(f"--spinup takes LO,HI in seconds, got {text!r}") from None
-    return lo, hi
-
-
 class _Session:
     """One command's trace window, history and catalog, loaded once."""
 
     def __init__(self, args) -> None:
-        from traces.spec import TraceSource
+        from traces.spec import TraceSource, warmup_hours
 
         self.args = args
+        if hasattr(args, "warmup_hours"):  # a bad value fails before the (slow) load
+            warmup_hours(args.warmup_hours, 1.0)
         self.source = TraceSource(args.trace, args.fmt, args.seed)
         if args.slice is not None:
             self.start, self.hours = self.source.slice(args.slice, args.slices, args.hours)
@@ -112,9 +110,25 @@ class _Session:
         self._history_loaded = False
         _report_load(self.trace)
 
-    def history(self, hours: float):
+    def window_hours(self) -> float:
+        """The window's length: --hours, a synthetic spec's hours, else the trace's span."""
+        if self.hours is not None:
+            return float(self.hours)
+        params = self.trace.meta.get("params") or {}
+        if "hours" in params:
+            return float(params["hours"])
+        return self.trace.span_s / 3600.0
+
+    def warmup_hours(self) -> float:
+        from traces.spec import warmup_hours
+
+        return warmup_hours(self.args.warmup_hours, self.window_hours())
+
+    def history(self):
+        """The warm-up history (--warmup-hours before the window), loaded on first use."""
         if not self._history_loaded:
-            self._history = self.source.history(self.start, hours)
+            hours = self.warmup_hours()
+            self._history = self.source.history(self.start, hours) if hours > 0 else None
             self._history_loaded = True
         return self._history
 
@@ -126,32 +140,6 @@ def _report_load(trace) -> None:
 
         for line in LoadReport.from_dict(rep, trace.name).lines():
             print(line, file=sys.stderr)
-
-
-def _run_one(sess: _Session, trace, name: str):
-    from pricing.catalog import get_catalog
-    from stratus.engine import Engine, ReplayConfig
-    from stratus.estimators import make_estimator
-    from stratus.markets import configure_market
-    from stratus.progress import ProgressBar
-    from stratus.registry import get_spec
-
-    args = sess.args
-    spec = get_spec(name)
-    cfg = ReplayConfig(tick_s=args.tick, spinup_s=_spinup(args.spinup),
-                       migration_mbps=args.migration_mbps,
-                       migration_footprint=args.migration_footprint, seed=args.seed,
-                       catalog=get_catalog(args.catalog))
-    configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
-    est = make_estimator(args.estimator or spec.estimator or "oracle", args.seed)
-    if est.learns_online and args.warmup_hours > 0:
-        hist = sess.history(args.warmup_hours)
-        if hist is not None:
-            est.fit(hist)
-    cfg.estimator = est
-    if not args.no_progress and ProgressBar.wanted():
-        cfg.progress = ProgressBar(name)
-    return Engine(trace, spec.factory(), cfg).run()
 
 
 def _fitted(sess: _Session):
@@ -167,15 +155,21 @@ def _fitted(sess: _Session):
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
     from stratus.footprint import footprint_fraction
+    from stratus.runs import spinup_range
 
-    _spinup(args.spinup)
+    spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
 
 
 def cmd_replay(args) -> int:
+    from stratus.registry import get_spec
+    from stratus.runs import replay_one
+
+    spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
     sess = _Session(args)
-    res = _run_one(sess, _fitted(sess), args.scheduler)
+    res = replay_one(args, _fitted(sess), spec, sess.history, sess.warmup_hours(),
+                     progress=not args.no_progress)
     if args.save:
         from pathlib import Path
 
@@ -194,15 +188,23 @@ def cmd_replay(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from stratus.registry import scheduler_names
+    from stratus.progress import ProgressBar
+    from stratus.registry import get_spec, scheduler_names
     from stratus.report import comparison_table
+    from stratus.runs import default_jobs, print_done, run_schedulers
 
     names = [n.strip() for n in args.schedulers.split(",")] if args.schedulers else scheduler_names()
+    specs = [get_spec(n) for n in names]  # an unknown name fails before the (slow) load
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ConfigError(f"--jobs must be at least 1, got {jobs}")
     _check_cloud_options(args)
     sess = _Session(args)
     trace = _fitted(sess)
     print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)
-    runs = [_run_one(sess, trace, n).summary for n in names]
+    tell = print_done(len(specs)) if not args.no_progress and ProgressBar.wanted() else None
+    runs = run_schedulers(args, trace, specs, sess.history, sess.warmup_hours(), jobs,
+                          on_done=tell)
     if args.json:
         print(json.dumps({"trace": trace.name, "runs": runs}))
     else:
@@ -218,11 +220,12 @@ def cmd_estimate(args) -> int:
     trace = sess.trace
     est = make_estimator(args.estimator, args.seed)
     est.bind(trace)
-    if est.learns_online and args.warmup_hours > 0:
-        hist = sess.history(args.warmup_hours)
+    if est.learns_online:
+        hist = sess.history()
         if hist is not None:
             est.fit(hist)
     out = {"trace": trace.name, "estimator": est.name,
+           "warmup_hours": max(0.0, sess.warmup_hours()) if est.learns_online else 0.0,
            "warmup_jobs": getattr(est, "warmup_jobs", 0),
            **error_distribution(online_pass(est, trace.frame))}
     if args.json:

@@ -89,6 +89,9 @@ def test_schedulers_json(capsys):
      "--migration-footprint takes"),
     (["compare", "--trace", "synthetic:google", "--migration-footprint", "footprint"],
      "--migration-footprint takes"),
+    (["compare", "--trace", "synthetic:google", "--jobs", "0"], "--jobs must be at least 1"),
+    (["replay", "--trace", "synthetic:google", "--warmup-hours", "all"], "--warmup-hours takes"),
+    (["estimate", "--trace", "synthetic:google", "--warmup-hours", "all"], "--warmup-hours takes"),
 ])
 def test_errors_are_one_line_without_traceback(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--hours", "1", "--json")

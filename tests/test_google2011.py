@@ -418,3 +418,16 @@ def test_fuzzed_input_gives_a_trace_or_a_trace_error(seed, kinds):
     assert isinstance(tr, Trace)
     validate_frame(tr.frame)
     assert tr.meta["load_report"]["rows_read"] >= len(tr)
+
+
+def test_duckdb_draws_no_progress_bar_on_stdout(tmp_path):
+    # python -c is a session DuckDB deems interactive: its bar went to stdout there
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from traces import google2011 as g; "
+            "con = g._connect(Path(sys.argv[1]), g.parse_options({})); "
+            "print(con.execute(\"SELECT current_setting('enable_progress_bar')\").fetchone()[0])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "False"

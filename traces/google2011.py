@@ -386,7 +386,12 @@ def _connect(workdir: Path, opts: Options):
         config["threads"] = opts.threads
     try:
         # a file database: the per-task table lives on disk, not in RAM
-        return duckdb.connect(str(workdir / "google2011.duckdb"), config=config)
+        con = duckdb.connect(str(workdir / "google2011.duckdb"), config=config)
+        # DuckDB draws a progress bar on *stdout* for queries over 2 s when it deems the
+        # session interactive (a __main__ without __file__: python -c, notebooks); stdout is
+        # for the one JSON document. A session option: connect() refuses it in config.
+        con.execute("SET enable_progress_bar = false")
+        return con
     except duckdb.Error as exc:
         raise ConfigError(f"google2011: cannot start DuckDB with memory_limit="
                           f"{opts.memory_limit!r}: {exc}") from None

@@ -16,6 +16,8 @@ from traces.schema import Trace
 SYNTHETIC = "synthetic:"
 #: the period random slices of a synthetic trace come from: the Google trace's 29 days
 SYNTHETIC_PERIOD_S = 29 * 86400.0
+#: bounds of the automatic warm-up: as long as the window, at least an hour, at most a day
+WARMUP_MIN_H, WARMUP_MAX_H = 1.0, 24.0
 
 
 def parse_synthetic(spec: str) -> tuple[str, dict[str, str]]:
@@ -41,6 +43,19 @@ def slice_start(k: int, n: int, hours: float, seed: int, begin: float, end: floa
                           f"{hours:g}-hour slices")
     starts = np.random.default_rng([seed, 0x511CE]).uniform(0.0, room, size=n)
     return float(begin + starts[k])
+
+
+def warmup_hours(arg: str | float | None, window_h: float) -> float:
+    """Hours of history a learning estimator trains on before a window of ``window_h``
+    hours: ``auto`` (or None) is the window's length within [1, 24] hours (the estimator's
+    groups need recent runs of the same programs, not a day of them for an hour's replay);
+    a number is taken as given (0 or less: no warm-up)."""
+    if arg is None or (isinstance(arg, str) and arg.strip().lower() == "auto"):
+        return min(WARMUP_MAX_H, max(WARMUP_MIN_H, float(window_h)))
+    try:
+        return float(arg)
+    except ValueError:
+        raise ConfigError(f"--warmup-hours takes a number of hours or 'auto', got {arg!r}") from None
 
 
 def guess_format(path: Path) -> str:
