@@ -59,12 +59,15 @@ def peak_kib():
         import resource
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return rss // 1024 if sys.platform == "darwin" else rss
+import os
 try:
     code = main(sys.argv[2:])
 finally:
     with open(sys.argv[1], "w") as fh:
         fh.write(str(peak_kib()))
-sys.exit(code)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)  # as the stratus command ends (stratus.cli.entry): no interpreter teardown
 """
 
 
