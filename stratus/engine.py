@@ -17,12 +17,14 @@ from __future__ import annotations
 import gc
 import math
 import time as _time
+from array import array
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import count
 from operator import add, sub
+from types import MappingProxyType
 
 import numpy as np
 
@@ -49,6 +51,9 @@ from stratus.resources import request_units
 from stratus.result import ReplayResult
 from stratus.view import ClusterView
 from traces.schema import Trace, fit_to_catalog
+
+_NO_TASKS: dict = {}  # shared by every released instance (never written: it holds nothing)
+_NO_TASKS_VIEW = MappingProxyType(_NO_TASKS)
 
 # event kinds, in processing order at equal timestamps
 EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_READY, EV_TICK = range(6)
@@ -138,16 +143,21 @@ class Engine:
         f = trace.frame
         self.n = n
         self._submit = f["submit_s"].to_numpy(dtype=np.float64)
-        self._submit_list = self._submit.tolist()
+        # per-task columns read by index: compact arrays where a value is only read when
+        # a task is made (a Python list holds an object per value: ~30 bytes more a task)
+        self._submit_list = array("d", self._submit.tobytes())
         self._runtime = f["runtime_s"].tolist()
         fit_to_catalog(trace, cfg.catalog, drop=False)  # oversized tasks: an error naming rows
         units = request_units(f["cpu"], f["mem_gib"])
-        self._req = list(zip(*(units[:, d].tolist() for d in range(units.shape[1]))))
+        # tasks of a job share a request: one tuple per distinct request, not per task
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._req = [shared.setdefault(r, r)
+                     for r in zip(*(units[:, d].tolist() for d in range(units.shape[1])))]
         job_ids = f["job_id"].to_numpy()
         uniq, job_idx = np.unique(job_ids, return_inverse=True)
         self._job_ids = uniq
-        self._job_of = job_idx.tolist()
-        self._task_index = f["task_id"].tolist()
+        self._job_of = array("q", job_idx.astype(np.int64).tobytes())
+        self._task_index = array("q", f["task_id"].to_numpy(dtype=np.int64).tobytes())
         self._user = f["user"].tolist()
         self._job_name = f["job_name"].tolist()
         self._priority = f["priority"].tolist()
@@ -169,8 +179,8 @@ class Engine:
         self.run_start = [math.nan] * n
         self.epoch = [0] * n
         self.est = [math.nan] * n
-        self.first_start = [math.nan] * n
-        self.finish = [math.nan] * n
+        self.first_start = array("d", [math.nan]) * n  # written once or twice a task
+        self.finish = array("d", [math.nan]) * n
         self.n_migrations = [0] * n
         self.mig_dest: dict[int, Instance] = {}  # queued or in-flight migrations
         self._transfer: dict[int, tuple[float, int]] = {}  # in flight: (planned end, log index)
@@ -204,9 +214,9 @@ class Engine:
         self.tasks_revoked = 0
         self.ticks = 0
         # run segments (progress intervals) for the fluid lower bound and audits
-        self.seg_start: list[float] = []
-        self.seg_end: list[float] = []
-        self.seg_tid: list[int] = []
+        self.seg_start = array("d")  # compact: one entry per run segment, read at the end
+        self.seg_end = array("d")
+        self.seg_tid = array("q")
         # optional audit logs
         self.holds: list[tuple[int, int, float, float]] | None = [] if cfg.record else None
         self._hold_open: dict[tuple[int, int], float] = {}
@@ -303,6 +313,11 @@ class Engine:
         del self.alive[inst.iid]
         if inst.market == SPOT:
             del self._spot_live[inst.itype.name][inst.iid]
+        # a released instance is kept only for the result: drop what it no longer needs
+        # (task-per-instance keeps one per task: ~0.3 kB each)
+        inst._tasks = _NO_TASKS
+        inst.tasks = _NO_TASKS_VIEW
+        inst.free = inst.itype.capacity
         self.released.append(inst)
 
     def _maybe_release(self, inst: Instance, t: float) -> None:
@@ -360,6 +375,7 @@ class Engine:
         if epoch != self.epoch[tid]:
             return  # superseded by a migration or revocation
         task = self.tasks[tid]
+        self.tasks[tid] = None  # done for good: the engine keeps no task object it won't use
         inst = self.loc[tid]
         self._stop_progress(tid, t)
         self.state[tid] = DONE
@@ -470,7 +486,11 @@ class Engine:
 
     def _known(self, task: Task) -> bool:
         tid = getattr(task, "tid", -1)
-        return 0 <= tid < self.n and self.tasks[tid] is task
+        if not 0 <= tid < self.n:
+            return False
+        known = self.tasks[tid]
+        # a finished task's object is dropped; its state still says it is done
+        return known is task or (known is None and self.state[tid] == DONE)
 
     def _claim_pending(self, task: Task) -> None:
         if not self._known(task):
