@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import count
 from operator import add, sub
-from types import MappingProxyType
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from stratus.errors import ConfigError, DecisionError, StratusError
 from stratus.estimators import Estimator, make_estimator
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
+from stratus.ledger import Ledger
 from stratus.model import (
     DONE,
     MIGRATING,
@@ -51,9 +51,6 @@ from stratus.resources import request_units
 from stratus.result import ReplayResult
 from stratus.view import ClusterView
 from traces.schema import Trace, fit_to_catalog
-
-_NO_TASKS: dict = {}  # shared by every released instance (never written: it holds nothing)
-_NO_TASKS_VIEW = MappingProxyType(_NO_TASKS)
 
 # event kinds, in processing order at equal timestamps
 EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_READY, EV_TICK = range(6)
@@ -188,7 +185,8 @@ class Engine:
         self.pending: list[Task] = []
         self.alive: dict[int, Instance] = {}
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
-        self.released: list[Instance] = []
+        self.ledger = Ledger(len(cfg.catalog.types[0].capacity))  # released instances, as rows
+        self.released: list[Instance] = []  # the objects too, only when recording
         self.current_price: dict[tuple[str, str], float] = {}
         self._heap: list[tuple] = []
         self._seq = count()
@@ -313,12 +311,9 @@ class Engine:
         del self.alive[inst.iid]
         if inst.market == SPOT:
             del self._spot_live[inst.itype.name][inst.iid]
-        # a released instance is kept only for the result: drop what it no longer needs
-        # (task-per-instance keeps one per task: ~0.3 kB each)
-        inst._tasks = _NO_TASKS
-        inst.tasks = _NO_TASKS_VIEW
-        inst.free = inst.itype.capacity
-        self.released.append(inst)
+        self.ledger.add(inst)
+        if self.cfg.record:  # the audit checks every instance object
+            self.released.append(inst)
 
     def _maybe_release(self, inst: Instance, t: float) -> None:
         if not inst._tasks and not inst.keep and inst.state != RELEASED:
@@ -378,6 +373,7 @@ class Engine:
         self.tasks[tid] = None  # done for good: the engine keeps no task object it won't use
         inst = self.loc[tid]
         self._stop_progress(tid, t)
+        self.loc[tid] = None  # else every instance a task ended on stays alive to the end
         self.state[tid] = DONE
         self.finish[tid] = t
         self.n_done += 1

@@ -7,7 +7,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,10 +43,9 @@ class ReplayResult:
 
     @classmethod
     def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
-        insts = e.released
         dims = len(DIMS)
         instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
-            _instance_table(insts, dims)
+            _instance_table(e.ledger, dims)
         total_cost = float(sum(cost_by_type.values()))
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
@@ -99,7 +97,7 @@ class ReplayResult:
             "billed_breakdown": breakdown,
             "latency": {"p50": _r(percentile(norm_lat, 50), 3),
                         "p95": _r(percentile(norm_lat, 95), 3)},
-            "instances_acquired": len(insts),
+            "instances_acquired": len(e.ledger),
             "migrations": e.migrations,
             # Stratus §5.2 side note: migrated tasks move ~1.2 times on average
             "migrations_per_migrated_task": _r(
@@ -131,7 +129,7 @@ class ReplayResult:
         if e.holds is not None:
             audit = {"holds": e.holds, "migrations": e.mig_log,
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
-                     "instances": {i.iid: i for i in insts}, "req": e._req, "prices": e.prices}
+                     "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices}
         return cls(summary, instances, tasks, jobs, audit)
 
 
@@ -146,55 +144,45 @@ def _running_sum(x: np.ndarray) -> np.ndarray:
     return np.add.accumulate(np.concatenate([start, x]), axis=0)[-1]
 
 
-def _instance_table(insts, dims: int):
-    """Per-instance rows (by instance id) and the totals over instances, in release order.
-
-    Columns are read in instance-id order, which is also roughly the order the instances
-    sit in memory (reading them in release order took twice as long, cache misses)."""
-    n = len(insts)
+def _instance_table(led, dims: int):
+    """Per-instance rows (by instance id) and the totals over instances, in release order
+    (the ledger's order)."""
+    n = len(led)
     if not n:
         table = pd.DataFrame([], columns=INSTANCE_COLUMNS)
         return table, 0.0, np.zeros(dims), np.zeros(dims), np.zeros(dims), {}, {}
-    order = np.argsort(np.fromiter(map(attrgetter("iid"), insts), np.int64, n), kind="stable")
-    by_id = [insts[k] for k in order.tolist()]
-
-    def column(name: str, dtype) -> np.ndarray:
-        return np.fromiter(map(attrgetter(name), by_id), dtype, n)
-
-    def matrix(values) -> np.ndarray:  # n rows of dims numbers, from one flat stream
-        return np.fromiter(chain.from_iterable(values), np.float64, n * dims).reshape(n, dims)
-
-    def in_release_order(x: np.ndarray) -> np.ndarray:
-        out = np.empty_like(x)
-        out[order] = x
-        return out
-
-    requested = column("requested_at", np.float64)
-    released = column("released_at", np.float64)
-    ready = np.fromiter((math.nan if r is None else r for r in map(attrgetter("ready_at"), by_id)),
-                        np.float64, n)  # NaN: never came up
-    cost = column("cost", np.float64)
-    markets = list(map(attrgetter("market"), by_id))
-    names = list(map(attrgetter("name"), map(attrgetter("itype"), by_id)))
-    cap = matrix(map(attrgetter("itype.capacity"), by_id))
-    used = matrix(map(attrgetter("_used_integral"), by_id))
+    requested = np.asarray(led.requested, dtype=np.float64)
+    released = np.asarray(led.released, dtype=np.float64)
+    ready = np.asarray(led.ready, dtype=np.float64)
+    cost = np.asarray(led.cost, dtype=np.float64)
+    tcode = np.asarray(led.type_code, dtype=np.int64)
+    mcode = np.asarray(led.market_code, dtype=np.int64)
+    caps = np.array([t.capacity for t in led.types], dtype=np.float64).reshape(-1, dims)
+    cap = caps[tcode]
+    used = np.asarray(led.used, dtype=np.float64).reshape(n, dims)
     life = released - requested
     up = np.where(np.isnan(ready), released, ready)
     # totals as the loop over released instances they replace added them up
-    inst_seconds = float(_running_sum(in_release_order(life)))
-    provisioned = _running_sum(in_release_order(cap * life[:, None]))
-    booting = _running_sum(in_release_order(cap * (np.minimum(up, released) - requested)[:, None]))
-    allocated = _running_sum(in_release_order(used))
+    inst_seconds = float(_running_sum(life))
+    provisioned = _running_sum(cap * life[:, None])
+    booting = _running_sum(cap * (np.minimum(up, released) - requested)[:, None])
+    allocated = _running_sum(used)
     cost_by_type: dict[str, float] = defaultdict(float)
     cost_by_market: dict[str, float] = defaultdict(float)
-    for k, c in zip(order.argsort().tolist(), in_release_order(cost).tolist()):
-        cost_by_type[names[k]] += c
-        cost_by_market[markets[k]] += c
+    type_names = [t.name for t in led.types]
+    for t, m, c in zip(tcode.tolist(), mcode.tolist(), cost.tolist()):
+        cost_by_type[type_names[t]] += c
+        cost_by_market[led.markets[m]] += c
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         util = np.where(life[:, None] > 0, used / cap / life[:, None], math.nan)
+    order = np.argsort(np.asarray(led.iid, dtype=np.int64), kind="stable")
+    names = np.array(type_names, dtype=object)[tcode]
+    markets = np.array(led.markets, dtype=object)[mcode]
     table = pd.DataFrame(dict(zip(INSTANCE_COLUMNS, (
-        column("iid", np.int64), names, markets, requested, ready, released, cost,
-        column("hosted", np.int64), *(util[:, k] for k in range(dims))))))
+        np.asarray(led.iid, dtype=np.int64)[order], names[order], markets[order],
+        requested[order], ready[order], released[order], cost[order],
+        np.asarray(led.hosted, dtype=np.int64)[order],
+        *(util[order, k] for k in range(dims))))))
     return table, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stratus.ledger import Ledger
 from stratus.resources import DIMS
 from stratus.result import INSTANCE_COLUMNS, _instance_table, _running_sum
 
@@ -69,7 +70,10 @@ def test_instance_table_matches_the_loop(specs, rnd):
                                      released_at=req + life, ready_at=ready, cost=cost,
                                      hosted=hosted, _used_integral=list(used)))
     rnd.shuffle(insts)  # released in any order
-    got, want = _instance_table(insts, 2), reference(insts)
+    led = Ledger(2)
+    for i in insts:
+        led.add(i)
+    got, want = _instance_table(led, 2), reference(insts)
     pd.testing.assert_frame_equal(got[0], want[0], check_exact=True)
     assert float(got[1]).hex() == float(want[1]).hex()
     for g, w in zip(got[2:5], want[2:5]):
