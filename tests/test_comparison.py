@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from stratus.cli import main
-from stratus.comparison import aggregate, annotate, sensitivity, spread
+from stratus.app.cli import main
+from stratus.app.comparison import aggregate, annotate, sensitivity, spread
 
 SMALL = ["--trace", "synthetic:google?scale=0.02", "--hours", "4", "--seed", "3",
          "--no-progress"]

@@ -8,8 +8,8 @@ import signal
 import sys
 from collections.abc import Callable
 
+from stratus.app.schedulers import SchedulerSpec
 from stratus.errors import ConfigError, StratusError
-from stratus.registry import SchedulerSpec
 
 
 def spinup_range(text: str) -> tuple[float, float]:
@@ -26,7 +26,7 @@ def estimator_name(args, spec: SchedulerSpec) -> str:
 
 
 def learns_online(args, spec: SchedulerSpec) -> bool:
-    from stratus.estimators import make_estimator
+    from stratus.app.registry import make_estimator
 
     return make_estimator(estimator_name(args, spec), args.seed).learns_online
 
@@ -37,8 +37,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     ``history()`` gives the warm-up trace (or None), ``warmup_h`` hours of it; it is called
     only for an estimator that learns, so a replay that needs none never loads it."""
     from pricing.catalog import get_catalog
+    from stratus.app.registry import make_estimator
     from stratus.engine import Engine, ReplayConfig
-    from stratus.estimators import make_estimator
     from stratus.markets import configure_market
     from stratus.progress import ProgressBar
 

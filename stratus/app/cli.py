@@ -168,16 +168,16 @@ def _fitted(sess: _Session):
 
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
+    from stratus.app.runs import spinup_range
     from stratus.footprint import footprint_fraction
-    from stratus.runs import spinup_range
 
     spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
 
 
 def cmd_replay(args) -> int:
-    from stratus.registry import get_spec
-    from stratus.runs import replay_one
+    from stratus.app.registry import get_spec
+    from stratus.app.runs import replay_one
 
     spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
@@ -195,14 +195,14 @@ def cmd_replay(args) -> int:
     if args.json:
         print(res.to_json())
     else:
-        from stratus.report import summary_table
+        from stratus.app.report import summary_table
 
         print(summary_table(res.summary))
     return 0
 
 
 def _scheduler_specs(text: str | None) -> list:
-    from stratus.registry import get_spec, scheduler_names
+    from stratus.app.registry import get_spec, scheduler_names
 
     names = [n.strip() for n in text.split(",") if n.strip()] if text else scheduler_names()
     if not names:
@@ -213,7 +213,7 @@ def _scheduler_specs(text: str | None) -> list:
 
 
 def _jobs(args) -> int:
-    from stratus.runs import default_jobs
+    from stratus.app.runs import default_jobs
 
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs < 1:
@@ -248,10 +248,10 @@ def _sessions(args):
 
 
 def cmd_compare(args) -> int:
-    from stratus.comparison import aggregate, annotate
+    from stratus.app.comparison import aggregate, annotate
+    from stratus.app.report import comparison_table, slices_table
+    from stratus.app.runs import print_done, run_schedulers
     from stratus.progress import ProgressBar
-    from stratus.report import comparison_table, slices_table
-    from stratus.runs import print_done, run_schedulers
 
     specs = _scheduler_specs(args.schedulers)
     jobs = _jobs(args)
@@ -290,10 +290,10 @@ def _h_list(text: str) -> list[float]:
 
 def cmd_sensitivity(args) -> int:
     """Stratus §5.4.2: every scheduler with estimates = runtime x h_tau, for each h."""
-    from stratus.comparison import sensitivity
+    from stratus.app.comparison import sensitivity
+    from stratus.app.report import sensitivity_table
+    from stratus.app.runs import print_done, run_schedulers
     from stratus.progress import ProgressBar
-    from stratus.report import sensitivity_table
-    from stratus.runs import print_done, run_schedulers
 
     if args.estimator is not None:
         raise ConfigError("sensitivity sets the estimator itself (noisy:h); drop --estimator")
@@ -321,7 +321,8 @@ def cmd_sensitivity(args) -> int:
 
 def cmd_estimate(args) -> int:
     """Jobs in time order: predicted at submit, learned from at their end (no scheduling)."""
-    from stratus.estimators import error_distribution, make_estimator, online_pass
+    from stratus.app.registry import make_estimator
+    from stratus.estimators import error_distribution, online_pass
 
     sess = _Session(args)
     trace = sess.trace
@@ -338,7 +339,7 @@ def cmd_estimate(args) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    from stratus.report import table
+    from stratus.app.report import table
 
     pct = out.get("relative_error_percentiles", {})
     rows = [("trace", out["trace"]), ("estimator", out["estimator"]),
@@ -352,14 +353,14 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
-    from stratus.registry import get_spec, scheduler_names
+    from stratus.app.registry import get_spec, scheduler_names
 
     specs = [get_spec(n) for n in scheduler_names()]
     if args.json:
         print(json.dumps([{"name": s.name, "description": s.description, "estimator": s.estimator}
                           for s in specs]))
     else:
-        from stratus.report import table
+        from stratus.app.report import table
 
         print(table(("name", "estimator", "description"),
                     [(s.name, s.estimator or "(replay's)", s.description) for s in specs],
@@ -378,7 +379,7 @@ def _traces_convert(args) -> int:
 
     import pyarrow.parquet as pq
 
-    from traces.loaders import convert_trace
+    from traces.conversion import convert_trace
 
     t0 = time.perf_counter()
     rep = convert_trace(args.input, args.fmt, Path(args.output), force=args.force)
@@ -405,7 +406,7 @@ def _traces_describe(args) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    from stratus.report import table
+    from stratus.app.report import table
 
     rows = []
     for k, v in out.items():
@@ -423,7 +424,7 @@ def _traces_formats(args) -> int:
     if args.json:
         print(json.dumps({k: v[1] for k, v in FORMATS.items()}))
     else:
-        from stratus.report import table
+        from stratus.app.report import table
 
         print(table(("format", "reads"), [(k, v[1]) for k, v in FORMATS.items()], align_left=2))
     return 0

@@ -68,7 +68,7 @@ def comparison_table(summaries: Sequence[dict]) -> str:
 
 
 def _ms(d: dict | None) -> str:
-    """mean ± std of a spread (stratus.comparison.spread)."""
+    """mean ± std of a spread (stratus.app.comparison.spread)."""
     if not d:
         return "-"
     fmt = ",.1f" if abs(d["mean"]) >= 1000 else ".3f"
