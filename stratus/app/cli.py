@@ -75,6 +75,25 @@ def _build_parser() -> argparse.ArgumentParser:
                         "(stratus,stratus-noclear)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="replays in N processes (default: one per core)")
+    p = sub.add_parser("analyze", help="queueing model of a waiting policy over s reserved "
+                                       "servers (paper 000 §3-4)")
+    p.add_argument("--policy", required=True,
+                   help="ajw, njw, ajw-t, sww, ljw or compound")
+    p.add_argument("--lam", type=float, required=True, help="job arrival rate λ (jobs/s)")
+    p.add_argument("--mu", type=float, required=True, help="service rate μ (1 / mean runtime s)")
+    p.add_argument("--servers", required=True, metavar="S|optimal",
+                   help="reserved servers, or 'optimal' (marginal analysis: ρ_s = pf/po)")
+    p.add_argument("--pf", type=float, required=True,
+                   help="fixed (reserved) price per server at full use")
+    p.add_argument("--po", type=float, required=True, help="on-demand price per server")
+    p.add_argument("--b", type=float, default=0.0, help="waiting threshold, s (ajw-t, sww, "
+                                                        "compound)")
+    p.add_argument("--t", type=float, default=0.0, help="short-job threshold, s (ljw, compound)")
+    p.add_argument("--f-over", type=float, default=0.0,
+                   help="SWW: share of jobs over-predicting their wait (§4.1.1)")
+    p.add_argument("--f-under", type=float, default=0.0,
+                   help="SWW: share of jobs under-predicting their wait (§4.1.1)")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
     _add_trace_options(p)
@@ -319,6 +338,31 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
+def cmd_analyze(args) -> int:
+    from stratus.waiting.analysis import evaluate, optimal_servers
+
+    kw = dict(lam=args.lam, mu=args.mu, pf=args.pf, po=args.po)
+    extra = dict(b=args.b, t=args.t)
+    evaluate(args.policy, 0, **kw, **extra, f_over=args.f_over, f_under=args.f_under)  # checks
+    if args.servers.strip().lower() == "optimal":
+        servers = optimal_servers(args.policy, **kw, **extra, f_over=args.f_over)
+    else:
+        try:
+            servers = int(args.servers)
+        except ValueError:
+            raise ConfigError(f"--servers takes a whole number or 'optimal', got "
+                              f"{args.servers!r}") from None
+    out = evaluate(args.policy, servers, **kw, **extra, f_over=args.f_over,
+                   f_under=args.f_under).as_dict()
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from stratus.app.report import table
+
+    print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
+    return 0
+
+
 def cmd_estimate(args) -> int:
     """Jobs in time order: predicted at submit, learned from at their end (no scheduling)."""
     from stratus.app.registry import make_estimator
@@ -431,6 +475,7 @@ def _traces_formats(args) -> int:
 
 
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
+            "analyze": cmd_analyze,
             "estimate": cmd_estimate,
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
