@@ -146,3 +146,23 @@ def test_nasa_runs_on_two_pools_with_first_fit(servers, cores, capsys):
                  "--packing", "first-fit", "--policy", "njw", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["jobs"] > 18_000 and 0 < doc["on_demand_fraction"] < 1
+
+
+def test_the_overflow_replays_through_a_vc_scheduler(capsys):
+    """000 §5 composed with a virtual cluster: the jobs that leave the pool are replayed
+    by a registered scheduler at the times they left; the bill adds up."""
+    base = ["waiting", "simulate", "--trace", "synthetic:google?scale=0.02", "--hours", "4",
+            "--seed", "2", "--reserved", "4", "--reserved-cores", "16",
+            "--reserved-mem-gb", "64", "--policy", "njw", "--json"]
+    main(base)
+    vm = json.loads(capsys.readouterr().out)
+    assert main(base + ["--cloud", "task-per-instance", "--market", "on-demand"]) == 0
+    vc = json.loads(capsys.readouterr().out)
+    assert vc["on_demand_fraction"] == vm["on_demand_fraction"] > 0
+    assert vc["cloud_replay"]["tasks"] == round(vm["on_demand_fraction"] * vm["jobs"])
+    assert vc["total_cost_usd"] == pytest.approx(vc["reserved_cost_usd"] + vc["cloud_cost_usd"],
+                                                 abs=1e-3)
+    assert vc["cloud_cost_smallest_vm_usd"] == vm["cloud_cost_usd"]
+    ratio = vc["normalized_price"] / vm["normalized_price"]
+    assert ratio == pytest.approx(vc["total_cost_usd"] / vm["total_cost_usd"], rel=1e-4)
+    assert main(base + ["--cloud", "nope"]) == 2

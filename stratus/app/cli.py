@@ -123,6 +123,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--f-under", type=float, default=0.0,
                    help="share of jobs under-predicting (SWW: wait; LJW: long as short)")
     p.add_argument("--catalog", default="m5", help="VM family for servers and cloud (m5)")
+    p.add_argument("--cloud", default="smallest-vm", metavar="smallest-vm|SCHEDULER",
+                   help="the overflow: each job on the cheapest VM that fits (the papers' "
+                        "model, default), or replayed by a registered VC scheduler")
+    p.add_argument("--market", default="spot", help="(--cloud SCHEDULER) spot or on-demand")
+    p.add_argument("--cloud-catalog", default="m4",
+                   help="(--cloud SCHEDULER) the VC's instance family (m4)")
+    p.add_argument("--warmup-hours", default="auto", metavar="H|auto",
+                   help="(--cloud SCHEDULER) history a learning estimator trains on")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
@@ -378,8 +386,15 @@ def cmd_waiting(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if args.steady_state is not None and not (0 <= args.steady_state < 0.5):
         raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {args.steady_state}")
+    if args.cloud != "smallest-vm":
+        from pricing.catalog import get_catalog
+        from stratus.app.registry import get_spec
+        get_spec(args.cloud)
+        get_catalog(args.cloud_catalog)
+        if args.market not in ("spot", "on-demand"):
+            raise ConfigError(f"--market takes spot or on-demand, got {args.market!r}")
     sess = _Session(args)
-    out = simulate_trace(sess.trace, args)
+    out = simulate_trace(sess.trace, args, sess.history)
     if args.json:
         print(json.dumps(out))
         return 0
