@@ -208,3 +208,22 @@ def test_the_milp_balances_reserved_and_on_demand():
     load = np.array([2.0, 3.0] * 50)
     assert milp_servers(load, 3600.0, 1.0, 0.4, 1.0) == 3
     assert milp_servers(load, 3600.0, 1.0, 0.6, 1.0) == 2
+
+
+def test_speculation_kills_long_jobs_at_t_and_bills_the_waste():
+    """003 §3.1: with every server busy, a job runs on demand; short ones finish there,
+    long ones are killed at t and queue; their t seconds of VM are wasted."""
+    # one server, busy with job 0 for 1000 s; job 1 (100 s) and job 2 (900 s) arrive
+    sub = np.array([0.0, 10.0, 20.0])
+    rt = np.array([1000.0, 100.0, 900.0])
+    run = simulate(PoolSpec(1, 1.0, 4.0), WaitingPolicy("ljw-spec", t=300.0), sub, rt,
+                   np.ones(3), np.full(3, 4.0))
+    assert run.cloud.tolist() == [False, True, False]
+    assert run.killed.tolist() == [False, False, True]
+    assert run.start[2] == 1000.0 and run.wait[2] == 980.0  # killed at 320, waits to 1000
+    from stratus.waiting.pool import summarize
+
+    out = summarize(run, sub, rt, np.ones(3), 0.0, 1, np.array([1.0, 1.0, 9.0]), 1.0,
+                    speculation_s=300.0)
+    assert out["speculation_waste_usd"] == pytest.approx(9.0 * 300 / 900)
+    assert out["cloud_cost_usd"] == 1.0 and out["jobs_killed"] == 1

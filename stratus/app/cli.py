@@ -106,7 +106,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reserved-discount", type=float, default=None, metavar="D",
                    help="price servers at (1 - D) x on-demand (default: the catalog's "
                         "3-year reserved rate)")
-    p.add_argument("--policy", required=True, help="njw, ajw, ajw-t, sww, ljw or compound")
+    p.add_argument("--policy", required=True,
+                   help="njw, ajw, ajw-t, sww, ljw, compound or ljw-spec (LJW by speculative "
+                        "execution, paper 003 §3.1)")
     p.add_argument("--b", type=float, default=0.0, help="seconds a job may wait (ajw-t, sww, "
                                                         "compound)")
     p.add_argument("--t", type=float, default=0.0,

@@ -91,7 +91,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
     out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                    per_job, prices.core_hour_ondemand, steady)
+                    per_job, prices.core_hour_ondemand, steady,
+                    speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
     cloud_model = "smallest-vm"
     if args.cloud != "smallest-vm":
         vc = replay_overflow(trace, order, run, args, history)
@@ -142,7 +143,8 @@ def advise(trace, args) -> dict:
                         args.scheduling, args.work_conserving)
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
         o = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, s, per_job,
-                      prices.core_hour_ondemand, steady)
+                      prices.core_hour_ondemand, steady,
+                      speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
         return Point(s, o["total_cost_usd"], o["normalized_price"], o["mean_wait_s"],
                      o["on_demand_fraction"])
 

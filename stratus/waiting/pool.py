@@ -26,7 +26,7 @@ import numpy as np
 
 from stratus.errors import ConfigError
 
-POLICIES = ("njw", "ajw", "ajw-t", "sww", "ljw", "compound")
+POLICIES = ("njw", "ajw", "ajw-t", "sww", "ljw", "compound", "ljw-spec")
 PLACEMENTS = ("best-fit", "first-fit")
 ORDERS = ("fcfs", "sjf")
 _EPS = 1e-9
@@ -59,6 +59,9 @@ class PoolSpec:
 class WaitingPolicy:
     """A waiting policy of 000 §3-4. ``b``: seconds a job may wait (AJW-T, SWW, compound);
     ``t``: runtime below which a job is short and goes to the cloud (LJW, compound).
+    ``ljw-spec`` is LJW by speculative execution (003 §3.1): a job that finds no free
+    server starts at once on an on-demand VM; if it is still running at ``t`` it is killed
+    (the VM's t seconds are wasted) and queues for the pool.
     ``short``: per job, whether the policy *believes* it short (None: runtime < t, the
     oracle); ``over``/``under``: per job, a misprediction of its wait (SWW, compound:
     over-predicted jobs go to the cloud at once, under-predicted ones wait b, §4.1.1)."""
@@ -86,6 +89,7 @@ class PoolRun:
     wait: np.ndarray  # float
     fits: np.ndarray  # bool: the job fits one server at all
     server: np.ndarray | None = None  # the pool server each job ran on (-1: cloud); general path
+    killed: np.ndarray | None = None  # ljw-spec: ran t seconds in the cloud, then the pool
 
 
 def _unit_pool(spec: PoolSpec, cpu: np.ndarray, mem: np.ndarray, fits: np.ndarray) -> bool:
@@ -139,6 +143,8 @@ def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
     sh = short.tolist()
     ov = over.tolist()
     un = under.tolist()
+    if name == "ljw-spec":
+        return _unit_speculative(s, policy.t, submit, runtime, fits)
     for i in range(n):
         t = sub[i]
         if not fit[i] or sh[i]:
@@ -177,6 +183,44 @@ def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
     return PoolRun(cloud, start, wait, fits)
 
 
+def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
+    """ljw-spec on a unit FCFS pool: arrivals and re-queued killed jobs (at submit + t)
+    merged in time order through the Kiefer-Wolfowitz recursion."""
+    n = len(submit)
+    cloud = np.zeros(n, dtype=bool)
+    killed = np.zeros(n, dtype=bool)
+    start = np.empty(n)
+    wait = np.zeros(n)
+    free = [0.0] * s
+    requeue: list[tuple[float, int]] = []
+    sub = submit.tolist()
+    rt = runtime.tolist()
+    fit = fits.tolist()
+    i = 0
+    while i < n or requeue:
+        if requeue and (i >= n or requeue[0][0] <= sub[i]):
+            t, j = heapq.heappop(requeue)
+            begin = max(t, free[0])
+            heapq.heappushpop(free, begin + rt[j])
+            start[j] = begin
+            wait[j] = begin - sub[j]
+            continue
+        j = i
+        i += 1
+        t = sub[j]
+        if fit[j] and free[0] <= t:  # a server is free: run there
+            heapq.heappushpop(free, t + rt[j])
+            start[j] = t
+            continue
+        if not fit[j] or rt[j] < tt:  # speculation finishes it (or it must go anyway)
+            cloud[j] = True
+            start[j] = t
+            continue
+        killed[j] = True  # long: killed at t, then queued for the pool
+        heapq.heappush(requeue, (t + tt, j))
+    return PoolRun(cloud, start, wait, fits, None, killed)
+
+
 def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key) -> PoolRun:
     """Event by event: several jobs per server, either placement, either order."""
     n = len(submit)
@@ -191,7 +235,9 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     best = spec.placement == "best-fit"
     wc = spec.work_conserving
     sjf = spec.order == "sjf"
-    events: list[tuple[float, int, int, int]] = []  # (time, kind, job, server): 0 finish, 1 leave
+    # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec)
+    events: list[tuple[float, int, int, int]] = []
+    killed = np.zeros(n, dtype=bool)
     queue: list = []  # FCFS: job ids in order (lazy deletion); SJF: heap of (key, job)
     waiting: set[int] = set()
     rt = runtime.tolist()
@@ -259,6 +305,20 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             waiting.discard(j)
             run(j, k, t)
         queue[:] = keep
+
+    def enqueue(j: int, t: float) -> None:
+        """A job joins the queue at t (a killed speculation); it starts now if the queue
+        rule lets it pass and it fits."""
+        passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
+        k = place(j) if passes else -1
+        if k >= 0:
+            run(j, k, t)
+            return
+        waiting.add(j)
+        if sjf:
+            heapq.heappush(queue, (ky[j], j))
+        else:
+            queue.append(j)
 
     def predict_wait(j: int, t: float) -> float:
         """The oracle: simulate the pool forward with true runtimes until j would start
@@ -328,6 +388,9 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     cloud[j] = True
                     start[j] = t
                     wait[j] = t - sub[j]
+            while events and events[0][0] <= t and events[0][1] == 2:
+                _, _, j, _ = heapq.heappop(events)
+                enqueue(j, t)
             continue
         j = i
         i += 1
@@ -367,6 +430,14 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         if k >= 0:
             run(j, k, t)
             continue
+        if name == "ljw-spec":
+            if rt[j] < policy.t:  # speculation runs it to the end
+                cloud[j] = True
+                start[j] = t
+            else:  # killed at t, then queued (003 §3.1)
+                killed[j] = True
+                heapq.heappush(events, (t + policy.t, 2, j, -1))
+            continue
         waiting.add(j)
         if sjf:
             heapq.heappush(queue, (ky[j], j))
@@ -374,7 +445,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             queue.append(j)
         if name == "ajw-t":
             heapq.heappush(events, (t + b, 1, j, -1))
-    return PoolRun(cloud, start, wait, fits, server)
+    return PoolRun(cloud, start, wait, fits, server, killed)
 
 
 def _head(queue: list, waiting: set[int]) -> tuple:
@@ -396,7 +467,8 @@ def steady_mask(n: int, fraction: float) -> np.ndarray:
 
 def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,
               reserved_rate: float, servers: int, cloud_cost: Sequence[float] | np.ndarray,
-              core_hour_ondemand: float, steady_fraction: float = 0.0) -> dict:
+              core_hour_ondemand: float, steady_fraction: float = 0.0,
+              speculation_s: float = 0.0) -> dict:
     """The bill and the waits. ``reserved_rate``: $/h per server, paid over the whole
     horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
     on-demand price of one core-hour, the unit of ``normalized_price``."""
@@ -409,7 +481,12 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
     horizon_h = float(end.max() - submit.min()) / 3600.0
     reserved = servers * reserved_rate * horizon_h
     cloud = float(np.asarray(cloud_cost, dtype=np.float64)[run.cloud].sum())
-    total = reserved + cloud
+    waste = 0.0
+    if run.killed is not None and run.killed.any() and speculation_s > 0:
+        k = run.killed
+        waste = float((np.asarray(cloud_cost, dtype=np.float64)[k] * speculation_s
+                       / runtime[k]).sum())
+    total = reserved + cloud + waste
     work = float((cpu * runtime).sum()) / 3600.0 * core_hour_ondemand
     keep = steady_mask(n, steady_fraction)
     mean_wait = float(run.wait[keep].mean()) if keep.any() else 0.0
@@ -423,6 +500,9 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
         "total_cost_usd": round(total, 4),
         "reserved_cost_usd": round(reserved, 4),
         "cloud_cost_usd": round(cloud, 4),
+        # 003 §3.1: VM time of speculations killed at t, billed but wasted
+        "speculation_waste_usd": round(waste, 4),
+        "jobs_killed": int(run.killed.sum()) if run.killed is not None else 0,
         # 000 §4.1.1: P × w, with P the price per core-hour of work
         "opportunity_cost": None if norm is None else round(norm * core_hour_ondemand
                                                             * mean_wait, 6),
