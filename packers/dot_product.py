@@ -89,12 +89,20 @@ class DotIndex:
 
     def __init__(self, by_type: list[tuple[tuple[int, ...], LiveIndex]]) -> None:
         self.by_type = by_type  # (capacity, index) per type with live instances
+        # per type, requests that fit none of its instances while free capacity only
+        # shrinks (packing): a request at least as large in both dimensions fails too
+        self.fails: list[list[tuple[int, int]]] | None = None
 
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
                exclude: int = -1) -> _Entry | None:
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
-        for (c0, c1), live in self.by_type:
+        fails = self.fails if not (ready_only or exclude >= 0) else None
+        for k, ((c0, c1), live) in enumerate(self.by_type):
+            if fails is not None:
+                known = fails[k]
+                if any(r0 >= f0 and r1 >= f1 for f0, f1 in known):
+                    continue
             insts = live.insts
             ok = None
             if ready_only or exclude >= 0:
@@ -104,6 +112,10 @@ class DotIndex:
             w0, w1 = r0 / (c0 * c0), r1 / (c1 * c1)
             s = best_dot(live.tree, r0, r1, w0, w1, ok)
             if s < 0:
+                if fails is not None:
+                    if len(known) >= 8:
+                        del known[0]
+                    known.append((r0, r1))
                 continue
             f = live.seen[s]
             v = w0 * f[0] + w1 * f[1]
@@ -200,6 +212,7 @@ class DotProductPacker:
         if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             return self._scan(view, plan, tasks)
         idx = self.index(view, plan)
+        idx.fails = [[] for _ in idx.by_type]  # valid while this loop only takes capacity
         choose, take, place = idx.choose, idx.take, plan.place
         left = []
         for task in tasks:  # arrival order: online packing
@@ -209,6 +222,7 @@ class DotProductPacker:
             else:
                 place(task, e.inst)
                 take(e, task.req)
+        idx.fails = None
         return left
 
     def _scan(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
