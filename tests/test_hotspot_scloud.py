@@ -14,9 +14,9 @@ from pricing.catalog import M4
 from pricing.prices import PriceBook, PriceSeries
 from scalers.hotspot_migration import PriceHopping, hop_gain
 from scalers.scloud import GreedyConstrainedScaler, constrained_dim, greedy_fill
+from stratus.app.registry import get_spec, make_scheduler
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
-from stratus.registry import get_spec, make_scheduler
 from stratus.resources import to_units
 
 
@@ -29,8 +29,7 @@ def spot_book(overrides: dict[str, PriceSeries]) -> PriceBook:
 
 def run(rows, name, book, spinup=60.0):
     return Engine(make_trace(rows), make_scheduler(name),
-                  ReplayConfig(prices=book, spinup_s=(spinup, spinup), estimator="oracle",
-                               record=True)).run()
+                  ReplayConfig(prices=book, spinup_s=(spinup, spinup), record=True)).run()
 
 
 # --- HSpot -------------------------------------------------------------------------------------
@@ -70,8 +69,8 @@ def test_hotspot_bids_above_on_demand_and_hops_instead_of_being_revoked():
     tpi = run(rows, "task-per-instance", spot_book(spike))
     assert tpi["revocations"] == 1  # bid on-demand: revoked, restarted
     rec = Recorder(make_scheduler("hotspot"))
-    hs = Engine(make_trace(rows), rec, ReplayConfig(prices=spot_book(spike), spinup_s=(60.0, 60.0),
-                                                    estimator="oracle")).run()
+    hs = Engine(make_trace(rows), rec,
+                ReplayConfig(prices=spot_book(spike), spinup_s=(60.0, 60.0))).run()
     assert hs["revocations"] == 0
     assert hs["hops"] >= 1  # to an m4.xlarge during the spike (and back after)
     bids = [(a.itype.name, a.bid) for d in rec.log for a in d.acquisitions]
@@ -112,7 +111,7 @@ def test_scloud_never_places_a_new_task_on_a_running_instance():
     rows = [(1, 0, 0.0, 3600.0, 1.0, 2.0), (2, 0, 600.0, 600.0, 0.5, 1.0)]
     book = spot_book({})
     rec = Recorder(make_scheduler("scloud"))
-    res = Engine(make_trace(rows), rec, ReplayConfig(prices=book, estimator="oracle")).run()
+    res = Engine(make_trace(rows), rec, ReplayConfig(prices=book)).run()
     assert all(not d.placements for d in rec.log)
     assert res["instances_acquired"] == 2
     packed = run(rows, "scloud+pack", book)
@@ -127,7 +126,7 @@ def test_scloud_never_places_on_live_instances_in_random_workloads(jobs):
     for j, (minute, cpu, mem) in enumerate(jobs):
         rows.append((j, 0, 60.0 * minute, 300.0 + 97.0 * j, cpu / 2, mem / 2))
     rec = Recorder(make_scheduler("scloud"))
-    Engine(make_trace(rows), rec, ReplayConfig(seed=1, estimator="oracle")).run()
+    Engine(make_trace(rows), rec, ReplayConfig(seed=1)).run()
     assert all(not d.placements and not d.migrations for d in rec.log)
 
 

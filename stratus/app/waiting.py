@@ -1,0 +1,116 @@
+"""``stratus waiting simulate``: a trace through a reserved pool under a waiting policy,
+with the overflow billed in the papers' cloud model (000 §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pricing.catalog import get_catalog
+from stratus.errors import ConfigError
+from stratus.waiting.bill import pool_prices, smallest_vm_costs
+from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
+
+MISPREDICTION_SEED = 0x3A17
+
+
+def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_under: float,
+                   seed: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(short, over, under) per job, seeded (000 §4.1.1, §4.2.1). LJW: f_over of the short
+    jobs are believed long, f_under of the long ones short. SWW and compound: disjoint
+    shares f_over and f_under of all jobs over- and under-predict their wait."""
+    if not (0 <= f_over <= 1 and 0 <= f_under <= 1 and f_over + f_under <= 1):
+        raise ConfigError(f"--f-over and --f-under are fractions with a sum ≤ 1, got "
+                          f"{f_over} and {f_under}")
+    n = len(runtime)
+    u = np.random.default_rng([seed, MISPREDICTION_SEED]).random(n)
+    short = over = under = None
+    if policy in ("ljw", "compound"):
+        true_short = runtime < t
+        short = np.where(true_short, u >= f_over, u < f_under)
+    if policy in ("sww", "compound"):
+        v = np.random.default_rng([seed, MISPREDICTION_SEED, 1]).random(n)
+        over = v < f_over
+        under = (v >= f_over) & (v < f_over + f_under)
+    return short, over, under
+
+
+def cloud_trace(trace, order: np.ndarray, run) -> object:
+    """The rows that left for the cloud, submitted when they left (000 §5 composed with a
+    virtual cluster: the VC sees exactly the stream the pool let go, at those times)."""
+    from traces.schema import Trace
+
+    f = trace.frame.iloc[order]
+    gone = run.cloud
+    sub = f[gone].copy()
+    sub["submit_s"] = run.start[gone]
+    sub = sub.sort_values(["submit_s", "job_id", "task_id"], kind="stable").reset_index(drop=True)
+    return Trace(sub, name=f"{trace.name} (cloud overflow)",
+                 meta={"params": {"hours": trace.meta.get("params", {}).get("hours")}})
+
+
+def replay_overflow(trace, order, run, args, history) -> dict:
+    """The overflow through a registered VC scheduler (``--cloud NAME``) on ``--market``."""
+    import argparse
+
+    from stratus.app.registry import get_spec
+    from stratus.app.runs import replay_one
+    from traces.schema import fit_to_catalog
+
+    spec = get_spec(args.cloud)
+    sub = cloud_trace(trace, order, run)
+    if len(sub) == 0:
+        return {"total_cost_usd": 0.0, "scheduler": spec.name, "tasks": 0}
+    opts = argparse.Namespace(tick=60.0, spinup="30,160", migration_mbps=160.0,
+                              migration_footprint="request", seed=args.seed,
+                              catalog=args.cloud_catalog, market=args.market, spot_prices=None,
+                              spot_zone=None, spot_start=0.0, estimator=None,
+                              no_progress=True)
+    sub = fit_to_catalog(sub, get_catalog(args.cloud_catalog), drop=False)
+    return replay_one(opts, sub, spec, history, None).summary
+
+
+def simulate_trace(trace, args, history=lambda: None) -> dict:
+    spec = PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb,
+                    placement=args.packing, order=args.scheduling,
+                    work_conserving=args.work_conserving)
+    policy = WaitingPolicy(args.policy, args.b, args.t)
+    catalog = get_catalog(args.catalog)
+    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount)
+    f = trace.frame
+    submit = f["submit_s"].to_numpy(np.float64)
+    runtime = f["runtime_s"].to_numpy(np.float64)
+    cpu = f["cpu"].to_numpy(np.float64)
+    mem = f["mem_gib"].to_numpy(np.float64)
+    order = np.argsort(submit, kind="stable")
+    submit, runtime, cpu, mem = submit[order], runtime[order], cpu[order], mem[order]
+    short, over, under = mispredictions(args.policy, runtime, args.t, args.f_over,
+                                        args.f_under, args.seed)
+    run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
+    steady = args.steady_state
+    if steady is None:
+        steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
+    per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
+    out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                    per_job, prices.core_hour_ondemand, steady)
+    cloud_model = "smallest-vm"
+    if args.cloud != "smallest-vm":
+        vc = replay_overflow(trace, order, run, args, history)
+        cloud_model = f"{args.cloud} ({args.market}, {args.cloud_catalog})"
+        work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
+        out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
+        out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
+        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"], 4)
+        out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
+        if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
+            out["opportunity_cost"] = round(out["normalized_price"] * prices.core_hour_ondemand
+                                            * out["mean_wait_s"], 6)
+        out["cloud_replay"] = {k: vc.get(k) for k in (
+            "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
+            "migrations", "latency", "utilization", "wall_seconds")}
+    return {"policy": args.policy, "reserved": spec.servers, **out,
+            "trace": trace.name, "b": args.b, "t": args.t, "scheduling": spec.order,
+            "packing": spec.placement, "work_conserving": spec.work_conserving,
+            "steady_state": steady, "cloud": cloud_model, "catalog": catalog.name,
+            "server_type": prices.server_type,
+            "server_reserved_hourly": round(prices.server_reserved_hourly, 6),
+            "server_ondemand_hourly": prices.server_ondemand_hourly}
