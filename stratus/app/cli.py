@@ -125,6 +125,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--f-under", type=float, default=0.0,
                    help="share of jobs under-predicting (SWW: wait; LJW: long as short)")
     p.add_argument("--catalog", default="m5", help="VM family for servers and cloud (m5)")
+    p.add_argument("--wait-predictor", default="oracle", choices=("oracle", "ml"),
+                   help="SWW/compound: the oracle (simulate forward with true runtimes) or a "
+                        "random forest on cluster state (paper 003 §3.2), trained on the "
+                        "first --train-fraction of jobs and scored on the rest")
+    p.add_argument("--train-fraction", type=float, default=0.5, metavar="F")
     p.add_argument("--cloud", default="smallest-vm", metavar="smallest-vm|SCHEDULER",
                    help="the overflow: each job on the cheapest VM that fits (the papers' "
                         "model, default), or replayed by a registered VC scheduler")
@@ -406,6 +411,12 @@ def cmd_waiting(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if args.steady_state is not None and not (0 <= args.steady_state < 0.5):
         raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {args.steady_state}")
+    if args.wait_predictor == "ml":
+        if args.policy not in ("sww", "compound"):
+            raise ConfigError("--wait-predictor ml is for --policy sww or compound")
+        if not (0 < args.train_fraction < 1):
+            raise ConfigError(f"--train-fraction takes a fraction in (0, 1), got "
+                              f"{args.train_fraction}")
     if args.cloud != "smallest-vm":
         from pricing.catalog import get_catalog
         from stratus.app.registry import get_spec

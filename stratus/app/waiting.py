@@ -69,6 +69,29 @@ def replay_overflow(trace, order, run, args, history) -> dict:
     return replay_one(opts, sub, spec, history, None).summary
 
 
+def _round(v):
+    return None if v is None else round(v, 6)
+
+
+def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
+    """003 §3.2: simulate the training jobs under the policy with the oracle, record the
+    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit."""
+    from stratus.waiting.ml import WaitModel
+    from stratus.waiting.pool import STATE_FEATURES
+
+    xs: list[list[float]] = []
+    ys: list[float] = []
+
+    def observe(j, x, oracle):
+        xs.append(x)
+        ys.append(min(oracle, 4.0 * args.b))
+
+    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observe)
+    model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
+    return model, {"model": "random forest", "features": list(STATE_FEATURES),
+                   "train_jobs": int(len(submit)), "train_decisions": len(ys)}
+
+
 def simulate_trace(trace, args, history=lambda: None) -> dict:
     spec = PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb,
                     placement=args.packing, order=args.scheduling,
@@ -85,7 +108,37 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
     submit, runtime, cpu, mem = submit[order], runtime[order], cpu[order], mem[order]
     short, over, under = mispredictions(args.policy, runtime, args.t, args.f_over,
                                         args.f_under, args.seed)
-    run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
+    ml = None
+    if getattr(args, "wait_predictor", "oracle") == "ml":
+        if args.policy not in ("sww", "compound"):
+            raise ConfigError("--wait-predictor ml is for sww and compound")
+        cut = int(len(submit) * args.train_fraction)
+        model, ml = train_wait_model(spec, policy, args, submit[:cut], runtime[:cut],
+                                     cpu[:cut], mem[:cut], None if short is None else short[:cut])
+        keep = slice(cut, None)  # score on the jobs after the training part, a fresh pool
+        submit, runtime, cpu, mem = submit[keep], runtime[keep], cpu[keep], mem[keep]
+        short, over, under = (None if a is None else a[keep] for a in (short, over, under))
+        order = order[keep]
+        decisions: list[tuple[float, float]] = []
+
+        def predictor(x):
+            return model.predict(x)
+
+        def observe(j, x, oracle):
+            decisions.append((model.predict(x), oracle))
+
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
+                       predictor=predictor, observe=observe)
+        from stratus.waiting.ml import mcc
+
+        pred = np.array([d[0] for d in decisions])
+        true = np.array([d[1] for d in decisions])
+        ml.update(test_jobs=int(len(submit)), decisions=len(decisions),
+                  mcc=None if not decisions else _round(mcc(pred > args.b, true > args.b)),
+                  predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
+                  truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
+    else:
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
     steady = args.steady_state
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
@@ -108,6 +161,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         out["cloud_replay"] = {k: vc.get(k) for k in (
             "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
             "migrations", "latency", "utilization", "wall_seconds")}
+    if ml is not None:
+        out["ml"] = ml
     return {"policy": args.policy, "reserved": spec.servers, **out,
             "trace": trace.name, "b": args.b, "t": args.t, "scheduling": spec.order,
             "packing": spec.placement, "work_conserving": spec.work_conserving,

@@ -45,7 +45,7 @@ def milp_servers(load: np.ndarray, slot_s: float, cores: float, reserved_hourly:
     try:
         from ortools.linear_solver import pywraplp
     except ImportError as exc:  # the solver extra
-        raise ConfigError("stratus advise needs OR-Tools (pip install 'stratus[solver]')"
+        raise ConfigError("stratus advise needs OR-Tools (pip install 'stratus-vc[solver]')"
                           ) from exc
     solver = pywraplp.Solver.CreateSolver("SCIP") or pywraplp.Solver.CreateSolver("CBC")
     if solver is None:

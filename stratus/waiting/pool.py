@@ -103,9 +103,12 @@ def _unit_pool(spec: PoolSpec, cpu: np.ndarray, mem: np.ndarray, fits: np.ndarra
 def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime: np.ndarray,
              cpu: np.ndarray, mem: np.ndarray, short: np.ndarray | None = None,
              over: np.ndarray | None = None, under: np.ndarray | None = None,
-             estimate: np.ndarray | None = None) -> PoolRun:
+             estimate: np.ndarray | None = None, predictor=None, observe=None) -> PoolRun:
     """Run the pool; jobs must be in submission order. ``estimate``: SJF's runtime key
-    (None: the true runtime)."""
+    (None: the true runtime). SWW and compound ask ``predictor(features)`` for a job's
+    wait instead of the oracle (003 §3.2; features: ``STATE_FEATURES``); ``observe(j,
+    features, oracle_wait)`` sees every such decision (a training run, or scoring one).
+    Either forces the event path (the fast one has no queue to describe)."""
     n = len(submit)
     submit = np.asarray(submit, dtype=np.float64)
     if n and np.any(np.diff(submit) < 0):
@@ -119,10 +122,18 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
         short = np.zeros(n, bool)
     over = np.zeros(n, bool) if over is None else np.asarray(over, bool)
     under = np.zeros(n, bool) if under is None else np.asarray(under, bool)
-    if spec.order == "fcfs" and _unit_pool(spec, cpu, mem, fits):
+    hooks = predictor is not None or observe is not None
+    if spec.order == "fcfs" and not hooks and _unit_pool(spec, cpu, mem, fits):
         return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under)
     key = runtime if estimate is None else np.asarray(estimate, dtype=np.float64)
-    return _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key)
+    return _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
+                    predictor, observe)
+
+
+#: cluster state when a job arrives (paper 003 Table 1), then the job's own request
+STATE_FEATURES = ("runq_count", "waitq_count", "runq_mean_cpu", "runq_mean_time",
+                  "waitq_mean_cpu", "waitq_mean_time", "num_cores", "free_cores",
+                  "job_cpu", "job_mem")
 
 
 def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
@@ -221,7 +232,8 @@ def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
     return PoolRun(cloud, start, wait, fits, None, killed)
 
 
-def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key) -> PoolRun:
+def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
+             predictor=None, observe=None) -> PoolRun:
     """Event by event: several jobs per server, either placement, either order."""
     n = len(submit)
     s = spec.servers
@@ -258,7 +270,31 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     room, chosen = fc, k
         return chosen
 
+    # running and waiting jobs' counts and sums, for STATE_FEATURES
+    agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
+
+    def to_queue(j: int) -> None:
+        waiting.add(j)
+        agg[3] += 1
+        agg[4] += cp[j]
+        agg[5] += submit[j]
+
+    def off_queue(j: int) -> None:
+        waiting.discard(j)
+        agg[3] -= 1
+        agg[4] -= cp[j]
+        agg[5] -= submit[j]
+
+    def features(j: int, t: float) -> list[float]:
+        rn, rc, rs, wn, wcpu, ws = agg
+        return [rn, wn, rc / rn if rn else 0.0, t - rs / rn if rn else 0.0,
+                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, s * spec.cores,
+                sum(free_c), cp[j], mm[j]]
+
     def run(j: int, k: int, t: float) -> None:
+        agg[0] += 1
+        agg[1] += cp[j]
+        agg[2] += t
         free_c[k] -= cp[j]
         free_m[k] -= mm[j]
         start[j] = t
@@ -283,7 +319,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     skipped.append(heapq.heappop(queue))
                     continue
                 heapq.heappop(queue)
-                waiting.discard(j)
+                off_queue(j)
                 run(j, k, t)
             for item in skipped:
                 heapq.heappush(queue, item)
@@ -302,7 +338,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 if not wc:
                     blocked = True
                 continue
-            waiting.discard(j)
+            off_queue(j)
             run(j, k, t)
         queue[:] = keep
 
@@ -314,15 +350,16 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         if k >= 0:
             run(j, k, t)
             return
-        waiting.add(j)
+        to_queue(j)
         if sjf:
             heapq.heappush(queue, (ky[j], j))
         else:
             queue.append(j)
 
-    def predict_wait(j: int, t: float) -> float:
+    def predict_wait(j: int, t: float, horizon: float | None = None) -> float:
         """The oracle: simulate the pool forward with true runtimes until j would start
-        (SWW, 000 §4.1), at most b ahead."""
+        (SWW, 000 §4.1), at most ``horizon`` (default b) ahead: inf beyond it."""
+        limit = b if horizon is None else horizon
         fc, fm = list(free_c), list(free_m)
         ev = [e for e in events if e[1] == 0]
         heapq.heapify(ev)
@@ -359,7 +396,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 fm[k] -= m
                 heapq.heappush(ev, (now + rt[x], 0, x, k))
             q = rest
-            if not ev or ev[0][0] - t > b:
+            if not ev or ev[0][0] - t > limit:
                 return math.inf
             now = ev[0][0]
             while ev and ev[0][0] <= now:
@@ -378,13 +415,16 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 _, _, j, k = heapq.heappop(events)
                 free_c[k] += cp[j]
                 free_m[k] += mm[j]
+                agg[0] -= 1
+                agg[1] -= cp[j]
+                agg[2] -= start[j]
                 changed = True
             if changed:
                 drain(t)
             while events and events[0][0] <= t and events[0][1] == 1:
                 _, _, j, _ = heapq.heappop(events)
                 if j in waiting:  # still queued at its patience: to the cloud
-                    waiting.discard(j)
+                    off_queue(j)
                     cloud[j] = True
                     start[j] = t
                     wait[j] = t - sub[j]
@@ -416,7 +456,17 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 cloud[j] = True
                 start[j] = t
                 continue
-            w = 0.0 if k >= 0 else predict_wait(j, t)
+            if k >= 0:
+                w = 0.0
+            elif predictor is not None:
+                x = features(j, t)
+                w = predictor(x)
+                if observe is not None:
+                    observe(j, x, predict_wait(j, t, horizon=4.0 * b))
+            else:
+                w = predict_wait(j, t) if observe is None else predict_wait(j, t, 4.0 * b)
+                if observe is not None:
+                    observe(j, features(j, t), w)
             if w > b:
                 if under[j]:
                     leave = t + b  # waits b for nothing
@@ -438,7 +488,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 killed[j] = True
                 heapq.heappush(events, (t + policy.t, 2, j, -1))
             continue
-        waiting.add(j)
+        to_queue(j)
         if sjf:
             heapq.heappush(queue, (ky[j], j))
         else:
