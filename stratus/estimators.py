@@ -116,7 +116,17 @@ def online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
         return _online_pass(est, frame)
 
 
-def _online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
+def task_estimates(est: Estimator, frame) -> np.ndarray:
+    """Each row's runtime estimate as the online pass makes it (predicted at submit, the
+    estimator learning from jobs that ended before), by row of ``frame``."""
+    out = np.full(len(frame), np.nan)
+    with rare_gc():
+        _online_pass(est, frame, out)
+    return out
+
+
+def _online_pass(est: Estimator, frame, per_task: np.ndarray | None = None
+                 ) -> list[tuple[float, float]]:
     jobs = trace_jobs(frame)
     events = sorted([(sub, 1, i) for i, (sub, _, _) in enumerate(jobs)]
                     + [(end, 0, i) for i, (_, end, _) in enumerate(jobs)])  # ends first at ties
@@ -127,6 +137,8 @@ def _online_pass(est: Estimator, frame) -> list[tuple[float, float]]:
         if is_submit:
             p = est.predict(tasks)
             pred[i] = sum(p) / len(p)
+            if per_task is not None:
+                per_task[[x.tid for x in tasks]] = p
         else:
             out.append((pred.pop(i), sum(x.runtime for x in tasks) / len(tasks)))
             if est.learns_online:

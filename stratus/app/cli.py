@@ -130,6 +130,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "random forest on cluster state (paper 003 §3.2), trained on the "
                         "first --train-fraction of jobs and scored on the rest")
     p.add_argument("--train-fraction", type=float, default=0.5, metavar="F")
+    p.add_argument("--estimator", default="oracle",
+                   help="runtimes LJW/compound classify by and SJF orders by: oracle "
+                        "(default), history or noisy:H")
     p.add_argument("--cloud", default="smallest-vm", metavar="smallest-vm|SCHEDULER",
                    help="the overflow: each job on the cheapest VM that fits (the papers' "
                         "model, default), or replayed by a registered VC scheduler")
@@ -411,6 +414,10 @@ def cmd_waiting(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if args.steady_state is not None and not (0 <= args.steady_state < 0.5):
         raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {args.steady_state}")
+    if args.estimator != "oracle":
+        from stratus.app.registry import make_estimator
+
+        make_estimator(args.estimator, args.seed)
     if args.wait_predictor == "ml":
         if args.policy not in ("sww", "compound"):
             raise ConfigError("--wait-predictor ml is for --policy sww or compound")

@@ -69,6 +69,21 @@ def replay_overflow(trace, order, run, args, history) -> dict:
     return replay_one(opts, sub, spec, history, None).summary
 
 
+def runtime_estimates(trace, args, history) -> np.ndarray:
+    """Per row, what ``--estimator`` predicts at submission (learning online from jobs that
+    ended before; a learning estimator first fits the warm-up history)."""
+    from stratus.app.registry import make_estimator
+    from stratus.estimators import task_estimates
+
+    est = make_estimator(args.estimator, args.seed)
+    est.bind(trace)
+    if est.learns_online:
+        hist = history()
+        if hist is not None:
+            est.fit(hist)
+    return task_estimates(est, trace.frame)
+
+
 def _round(v):
     return None if v is None else round(v, 6)
 
@@ -108,6 +123,11 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
     submit, runtime, cpu, mem = submit[order], runtime[order], cpu[order], mem[order]
     short, over, under = mispredictions(args.policy, runtime, args.t, args.f_over,
                                         args.f_under, args.seed)
+    estimate = None
+    if getattr(args, "estimator", "oracle") != "oracle":
+        estimate = runtime_estimates(trace, args, history)[order]
+        if args.policy in ("ljw", "compound"):  # the class comes from the estimate (000 §4.2)
+            short = estimate < args.t
     ml = None
     if getattr(args, "wait_predictor", "oracle") == "ml":
         if args.policy not in ("sww", "compound"):
@@ -128,6 +148,7 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
             decisions.append((model.predict(x), oracle))
 
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
+                       estimate=None if estimate is None else estimate[keep],
                        predictor=predictor, observe=observe)
         from stratus.waiting.ml import mcc
 
@@ -138,7 +159,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                   predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
                   truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
     else:
-        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
+                       estimate=estimate)
     steady = args.steady_state
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0

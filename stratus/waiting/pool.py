@@ -326,10 +326,17 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             return
         keep = []
         blocked = False
+        fails: list[tuple[float, float]] = []  # shapes that did not fit in this pass
         for j in queue:
             if j not in waiting:
                 continue
             if blocked:
+                keep.append(j)
+                continue
+            c, m = cp[j], mm[j]
+            # capacity only shrinks during a pass: a job at least as large as one that
+            # failed fails too (a long queue of like jobs is then one test each)
+            if any(c >= fc and m >= fm for fc, fm in fails):
                 keep.append(j)
                 continue
             k = place(j)
@@ -337,6 +344,8 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 keep.append(j)
                 if not wc:
                     blocked = True
+                elif len(fails) < 8:
+                    fails.append((c, m))
                 continue
             off_queue(j)
             run(j, k, t)
