@@ -683,9 +683,12 @@ def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides
             raise ConfigError(f"unknown replay option {k!r}")
         setattr(cfg, k, v)
     if isinstance(scheduler, str):
-        from stratus.registry import make_scheduler
+        from stratus.registry import COST_MODEL, get_spec
 
-        scheduler = make_scheduler(scheduler)
+        spec = get_spec(scheduler)
+        if spec.kind == COST_MODEL:  # e.g. fargate: billed without the engine
+            return spec.factory().replay(trace, cfg)
+        scheduler = spec.factory()
     return Engine(trace, scheduler, cfg).run()
 
 
