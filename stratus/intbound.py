@@ -57,7 +57,8 @@ class CoverSolver:
     ``caps`` is [J, D] integer units; a key's prices are $/h per type (inf: unavailable).
     Values are $/h, rounded down to 1e-9 $/h so that they never exceed the true optimum."""
 
-    def __init__(self, caps: np.ndarray, solver: str = DEFAULT_SOLVER) -> None:
+    def __init__(self, caps: np.ndarray, solver: str = DEFAULT_SOLVER,
+                 shortcut: bool = True) -> None:
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
         caps = np.asarray(caps, dtype=np.int64)
@@ -67,8 +68,10 @@ class CoverSolver:
         self.unit = tuple(int(g) if g else 1 for g in np.gcd.reduce(caps, axis=0))
         self.caps = [tuple(int(c) // g for c, g in zip(row, self.unit)) for row in caps]
         self.solver = solver
+        self.shortcut = shortcut
         self.memo: dict[tuple, float] = {}
         self.solves = 0
+        self.shortcuts = 0  # keys settled without a solver (see _solve)
         self.solve_seconds = 0.0
 
     def __call__(self, load: tuple[int, ...], prices: tuple[float, ...]) -> float:
@@ -85,6 +88,15 @@ class CoverSolver:
         types = [(c, p) for c, p in zip(self.caps, prices) if math.isfinite(p)]
         # each type at most the count that covers the load alone: an optimum never needs more
         ub = [max(-(-x // c) if c else 0 for x, c in zip(load, cap)) for cap, _ in types]
+        cost = _int_prices(p for _, p in types)
+        # exact without a solver when the best single-type cover already costs no more than
+        # the fluid rate of the load in some dimension d (every cover costs at least that):
+        # best <= load_d * min_j cost_j / cap_jd, in integers
+        best = min(u * c for u, c in zip(ub, cost))
+        for d, need in enumerate(load if self.shortcut else ()):
+            if need and all(best * cap[d] <= need * c for (cap, _), c in zip(types, cost)):
+                self.shortcuts += 1
+                return best / PRICE_SCALE
         t0 = time.perf_counter()
         if self.solver == "cp-sat":
             v = self._cp_sat(load, types, ub)
@@ -216,6 +228,7 @@ def integer_lower_bound(starts: np.ndarray, ends: np.ndarray, reqs: np.ndarray,
     piece_rate = np.maximum(np.where(busy, rate[slot], 0.0), fluid)
     if stats is not None:
         stats.update(slots=int(has.sum()), keys=len(cover.memo), solves=cover.solves,
+                     shortcuts=cover.shortcuts,
                      solver=solver, solve_seconds=round(cover.solve_seconds, 3),
                      seconds=round(time.perf_counter() - t_start, 3))
     return float(np.sum(piece_rate * dt) / 3600.0)

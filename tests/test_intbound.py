@@ -35,8 +35,18 @@ def bounds(segs, catalog, book, markets=(ON_DEMAND,), slot_s=60.0, solver=ib.DEF
                                          rt, rho, solver=solver)
 
 
+_init = ib.CoverSolver.__init__
+
+
+def _no_shortcut_init(self, caps, solver=ib.DEFAULT_SOLVER, shortcut=True):
+    _init(self, caps, solver, shortcut=False)
+
+
 @pytest.mark.parametrize("solver", ib.SOLVERS)
-def test_three_vcpu_over_one_slot_two_types(solver):
+@pytest.mark.parametrize("shortcut", [True, False])
+def test_three_vcpu_over_one_slot_two_types(solver, shortcut, monkeypatch):
+    if not shortcut:  # every key through the MILP
+        monkeypatch.setattr(ib.CoverSolver, "__init__", _no_shortcut_init)
     cat = Catalog([SMALL, BIG])
     fluid, integer = bounds([(0.0, 60.0, (3, 1))], cat, PriceBook.on_demand(cat), solver=solver)
     # fluid: 3 vCPU at 0.045 $/vCPU-h; integer: two small (0.18 $/h) beat one big (0.20)
@@ -108,9 +118,12 @@ def test_markets_the_replay_may_use_are_all_priced():
        st.lists(st.floats(0.01, 3.0), min_size=6, max_size=6))
 def test_cp_sat_and_scip_agree(loads, prices):
     caps = np.array([t.capacity for t in M4])
-    a, b = ib.CoverSolver(caps, "cp-sat"), ib.CoverSolver(caps, "scip")
+    a, b = ib.CoverSolver(caps, "cp-sat", shortcut=False), ib.CoverSolver(caps, "scip", shortcut=False)
+    c = ib.CoverSolver(caps)  # settles some keys without a solver: exactly as well
     for load in loads:
-        assert a(load, tuple(prices)) == pytest.approx(b(load, tuple(prices)), rel=1e-9, abs=1e-9)
+        want = a(load, tuple(prices))
+        assert b(load, tuple(prices)) == pytest.approx(want, rel=1e-9, abs=1e-9)
+        assert c(load, tuple(prices)) == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
 def test_without_ortools_the_bound_is_null_with_a_reason(monkeypatch):
