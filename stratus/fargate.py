@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 from stratus.errors import ConfigError
-from stratus.registry import register_cost_model
 from stratus.resources import DIMS, SCALE, request_units
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
@@ -189,8 +188,3 @@ class FargateCostModel:
                              "longest_task_s": job_maxrt, "normalized_latency": norm_lat})
         return ReplayResult(summary, instances, tasks, jobs)
 
-
-@register_cost_model("fargate", "AWS Fargate (§4.3): every task its own Fargate task from "
-                     "submit, billed per second at its rounded-up 2018 size and May 2018 prices")
-def fargate() -> FargateCostModel:
-    return FargateCostModel()

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from stratus.cli import main
+from stratus.app.cli import main
 
 GOLDEN = {
     "synthetic:google?scale=0.05": {

@@ -13,12 +13,16 @@ from test_properties import configs, workloads
 import stratus.intbound as ib
 from pricing.catalog import M4, Catalog, InstanceType
 from pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
-from stratus.engine import Engine, ReplayConfig, replay
+from stratus.app.registry import make_scheduler, scheduler_names
+from stratus.engine import Engine, ReplayConfig
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
-from stratus.registry import make_scheduler, scheduler_names
 from stratus.resources import to_units
 
 pytest.importorskip("ortools")
+
+
+def replay(trace, name, cfg):
+    return Engine(trace, make_scheduler(name), cfg).run()
 
 # two types: 2 vCPU/4 GiB at 0.09 $/h and 4 vCPU/8 GiB at 0.20 $/h
 SMALL = InstanceType("s", 2, 4, 0.09)

@@ -19,7 +19,9 @@ def _add_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=float, help="window start, seconds of trace time")
     p.add_argument("--slice", type=int, metavar="K",
                    help="use seeded random window K of --slices (Stratus §4.2: 1-day ranges)")
-    p.add_argument("--slices", type=int, default=20, help="number of random windows (20)")
+    p.add_argument("--slices", type=int, default=None, metavar="N",
+                   help="number of random windows --slice picks from (20); compare and "
+                        "sensitivity without --slice: run slices 0..N-1 and report the spread")
     p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up, noise, slices")
 
 
@@ -65,6 +67,35 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="replay schedulers in N processes (default: one per core; 1: serially "
                         "in this process)")
+    p = sub.add_parser("sensitivity", help="cost against runtime-estimate error h "
+                                           "(Stratus §5.4.2, Fig. 8)")
+    _add_replay_options(p)
+    p.add_argument("--h", default="0.01,0.1,1,10,100", metavar="LIST",
+                   help="estimate-error factors, comma-separated (0.01,0.1,1,10,100)")
+    p.add_argument("--schedulers", default="stratus,stratus-noclear",
+                   help="comma-separated names; the first is the reference "
+                        "(stratus,stratus-noclear)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="replays in N processes (default: one per core)")
+    p = sub.add_parser("analyze", help="queueing model of a waiting policy over s reserved "
+                                       "servers (paper 000 §3-4)")
+    p.add_argument("--policy", required=True,
+                   help="ajw, njw, ajw-t, sww, ljw or compound")
+    p.add_argument("--lam", type=float, required=True, help="job arrival rate λ (jobs/s)")
+    p.add_argument("--mu", type=float, required=True, help="service rate μ (1 / mean runtime s)")
+    p.add_argument("--servers", required=True, metavar="S|optimal",
+                   help="reserved servers, or 'optimal' (marginal analysis: ρ_s = pf/po)")
+    p.add_argument("--pf", type=float, required=True,
+                   help="fixed (reserved) price per server at full use")
+    p.add_argument("--po", type=float, required=True, help="on-demand price per server")
+    p.add_argument("--b", type=float, default=0.0, help="waiting threshold, s (ajw-t, sww, "
+                                                        "compound)")
+    p.add_argument("--t", type=float, default=0.0, help="short-job threshold, s (ljw, compound)")
+    p.add_argument("--f-over", type=float, default=0.0,
+                   help="SWW: share of jobs over-predicting their wait (§4.1.1)")
+    p.add_argument("--f-under", type=float, default=0.0,
+                   help="SWW: share of jobs under-predicting their wait (§4.1.1)")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
     _add_trace_options(p)
@@ -96,15 +127,17 @@ def _build_parser() -> argparse.ArgumentParser:
 class _Session:
     """One command's trace window, history and catalog, loaded once."""
 
-    def __init__(self, args) -> None:
+    def __init__(self, args, source=None) -> None:
         from traces.spec import TraceSource, warmup_hours
 
         self.args = args
         if hasattr(args, "warmup_hours"):  # a bad value fails before the (slow) load
             warmup_hours(args.warmup_hours, 1.0)
-        self.source = TraceSource(args.trace, args.fmt, args.seed)
+        # a file is read once however many slices are cut from it
+        self.source = source or TraceSource(args.trace, args.fmt, args.seed)
         if args.slice is not None:
-            self.start, self.hours = self.source.slice(args.slice, args.slices, args.hours)
+            self.start, self.hours = self.source.slice(args.slice, args.slices or 20,
+                                                         args.hours)
         else:
             self.start, self.hours = args.start, args.hours
         self.trace = self.source.window(self.start, self.hours)
@@ -156,16 +189,16 @@ def _fitted(sess: _Session):
 
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
+    from stratus.app.runs import spinup_range
     from stratus.footprint import footprint_fraction
-    from stratus.runs import spinup_range
 
     spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
 
 
 def cmd_replay(args) -> int:
-    from stratus.registry import get_spec
-    from stratus.runs import replay_one
+    from stratus.app.registry import get_spec
+    from stratus.app.runs import replay_one
 
     spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
@@ -183,40 +216,159 @@ def cmd_replay(args) -> int:
     if args.json:
         print(res.to_json())
     else:
-        from stratus.report import summary_table
+        from stratus.app.report import summary_table
 
         print(summary_table(res.summary))
     return 0
 
 
-def cmd_compare(args) -> int:
-    from stratus.progress import ProgressBar
-    from stratus.registry import get_spec, scheduler_names
-    from stratus.report import comparison_table
-    from stratus.runs import default_jobs, print_done, run_schedulers
+def _scheduler_specs(text: str | None) -> list:
+    from stratus.app.registry import get_spec, scheduler_names
 
-    names = [n.strip() for n in args.schedulers.split(",")] if args.schedulers else scheduler_names()
-    specs = [get_spec(n) for n in names]  # an unknown name fails before the (slow) load
+    names = [n.strip() for n in text.split(",") if n.strip()] if text else scheduler_names()
+    if not names:
+        raise ConfigError("--schedulers names no scheduler")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--schedulers names a scheduler twice: {text!r}")
+    return [get_spec(n) for n in names]  # an unknown name fails before the (slow) load
+
+
+def _jobs(args) -> int:
+    from stratus.app.runs import default_jobs
+
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+    return jobs
+
+
+def _slice_plan(args) -> list[int | None]:
+    """The slices a compare or sensitivity run replays: [None] for the one window the
+    trace options name; slices 0..N-1 for --slices N without --slice."""
+    if args.slices is not None and args.slices < 1:
+        raise ConfigError(f"--slices must be at least 1, got {args.slices}")
+    if args.slice is not None or args.slices is None:
+        return [None]
+    if args.start is not None:
+        raise ConfigError("--slices N replays N random windows: it cannot be combined with "
+                          "--start (use --slice K to pick one)")
+    return list(range(args.slices))
+
+
+def _sessions(args):
+    """One session per planned slice, all cut from one trace source."""
+    import argparse
+
+    plan = _slice_plan(args)
+    source = None
+    for k in plan:
+        a = args if k is None else argparse.Namespace(**{**vars(args), "slice": k})
+        sess = _Session(a, source)
+        source = sess.source
+        yield k, sess
+
+
+def cmd_compare(args) -> int:
+    from stratus.app.comparison import aggregate, annotate
+    from stratus.app.report import comparison_table, slices_table
+    from stratus.app.runs import print_done, run_schedulers
+    from stratus.progress import ProgressBar
+
+    specs = _scheduler_specs(args.schedulers)
+    jobs = _jobs(args)
     _check_cloud_options(args)
-    sess = _Session(args)
-    trace = _fitted(sess)
-    print(f"trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs", file=sys.stderr)
-    tell = print_done(len(specs)) if not args.no_progress and ProgressBar.wanted() else None
-    runs = run_schedulers(args, trace, specs, sess.history, sess.warmup_hours(), jobs,
-                          on_done=tell)
-    if args.json:
-        print(json.dumps({"trace": trace.name, "runs": runs}))
+    per_slice = []
+    for k, sess in _sessions(args):
+        trace = _fitted(sess)
+        where = "" if k is None else f"slice {k} (start {sess.start:,.0f} s): "
+        print(f"{where}trace {trace.name}: {trace.n_tasks:,} tasks, {trace.n_jobs:,} jobs",
+              file=sys.stderr)
+        tell = print_done(len(specs)) if not args.no_progress and ProgressBar.wanted() else None
+        runs = annotate(run_schedulers(args, trace, specs, sess.history, sess.warmup_hours(),
+                                       jobs, on_done=tell))
+        per_slice.append({"slice": k, "start_s": sess.start, "hours": sess.window_hours(),
+                          "trace": trace.name, "runs": runs})
+    if per_slice[0]["slice"] is None:
+        doc = {"trace": per_slice[0]["trace"], "market": args.market, "runs": per_slice[0]["runs"]}
+        text = comparison_table(doc["runs"])
     else:
-        print(comparison_table(runs))
+        doc = {"trace": args.trace, "market": args.market, "slices": per_slice,
+               "runs": aggregate([s["runs"] for s in per_slice])}
+        text = slices_table(doc["runs"])
+    print(json.dumps(doc) if args.json else text)
+    return 0
+
+
+def _h_list(text: str) -> list[float]:
+    try:
+        hs = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--h takes comma-separated positive numbers, got {text!r}") from None
+    if not hs or any(not (h > 0) or h == float("inf") for h in hs):
+        raise ConfigError(f"--h takes comma-separated positive numbers, got {text!r}")
+    return sorted(set(hs))
+
+
+def cmd_sensitivity(args) -> int:
+    """Stratus §5.4.2: every scheduler with estimates = runtime x h_tau, for each h."""
+    from stratus.app.comparison import sensitivity
+    from stratus.app.report import sensitivity_table
+    from stratus.app.runs import print_done, run_schedulers
+    from stratus.progress import ProgressBar
+
+    if args.estimator is not None:
+        raise ConfigError("sensitivity sets the estimator itself (noisy:h); drop --estimator")
+    hs = _h_list(args.h)
+    specs = _scheduler_specs(args.schedulers)
+    jobs = _jobs(args)
+    _check_cloud_options(args)
+    points = []
+    for k, sess in _sessions(args):
+        trace = _fitted(sess)
+        where = "" if k is None else f"slice {k}: "
+        print(f"{where}trace {trace.name}: {trace.n_tasks:,} tasks", file=sys.stderr)
+        cells = [(s, h) for h in hs for s in specs]
+        tell = (print_done(len(cells)) if not args.no_progress and ProgressBar.wanted()
+                else None)
+        runs = run_schedulers(args, trace, [s for s, _ in cells], sess.history,
+                              sess.warmup_hours(), jobs, on_done=tell,
+                              estimators=[f"noisy:{h:g}" for _, h in cells])
+        for h in hs:
+            points.append((h, [r for (_, hh), r in zip(cells, runs) if hh == h]))
+    doc = {"trace": args.trace, "slices": len(_slice_plan(args)), **sensitivity(points)}
+    print(json.dumps(doc) if args.json else sensitivity_table(doc))
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from stratus.waiting.analysis import evaluate, optimal_servers
+
+    kw = dict(lam=args.lam, mu=args.mu, pf=args.pf, po=args.po)
+    extra = dict(b=args.b, t=args.t)
+    evaluate(args.policy, 0, **kw, **extra, f_over=args.f_over, f_under=args.f_under)  # checks
+    if args.servers.strip().lower() == "optimal":
+        servers = optimal_servers(args.policy, **kw, **extra, f_over=args.f_over)
+    else:
+        try:
+            servers = int(args.servers)
+        except ValueError:
+            raise ConfigError(f"--servers takes a whole number or 'optimal', got "
+                              f"{args.servers!r}") from None
+    out = evaluate(args.policy, servers, **kw, **extra, f_over=args.f_over,
+                   f_under=args.f_under).as_dict()
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from stratus.app.report import table
+
+    print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
     return 0
 
 
 def cmd_estimate(args) -> int:
     """Jobs in time order: predicted at submit, learned from at their end (no scheduling)."""
-    from stratus.estimators import error_distribution, make_estimator, online_pass
+    from stratus.app.registry import make_estimator
+    from stratus.estimators import error_distribution, online_pass
 
     sess = _Session(args)
     trace = sess.trace
@@ -233,7 +385,7 @@ def cmd_estimate(args) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    from stratus.report import table
+    from stratus.app.report import table
 
     pct = out.get("relative_error_percentiles", {})
     rows = [("trace", out["trace"]), ("estimator", out["estimator"]),
@@ -247,14 +399,14 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
-    from stratus.registry import all_names, get_spec
+    from stratus.app.registry import all_names, get_spec
 
     specs = [get_spec(n) for n in all_names()]
     if args.json:
         print(json.dumps([{"name": s.name, "description": s.description, "estimator": s.estimator,
                            "kind": s.kind} for s in specs]))
     else:
-        from stratus.report import table
+        from stratus.app.report import table
 
         print(table(("name", "kind", "estimator", "description"),
                     [(s.name, s.kind, s.estimator or "(replay's)", s.description)
@@ -273,7 +425,7 @@ def _traces_convert(args) -> int:
 
     import pyarrow.parquet as pq
 
-    from traces.loaders import convert_trace
+    from traces.conversion import convert_trace
 
     t0 = time.perf_counter()
     rep = convert_trace(args.input, args.fmt, Path(args.output), force=args.force)
@@ -300,7 +452,7 @@ def _traces_describe(args) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    from stratus.report import table
+    from stratus.app.report import table
 
     rows = []
     for k, v in out.items():
@@ -318,13 +470,15 @@ def _traces_formats(args) -> int:
     if args.json:
         print(json.dumps({k: v[1] for k, v in FORMATS.items()}))
     else:
-        from stratus.report import table
+        from stratus.app.report import table
 
         print(table(("format", "reads"), [(k, v[1]) for k, v in FORMATS.items()], align_left=2))
     return 0
 
 
-COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "estimate": cmd_estimate,
+COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
+            "analyze": cmd_analyze,
+            "estimate": cmd_estimate,
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from scalers.task_per_instance import CheapestPerTask
+from stratus.app.schedulers import register
 from stratus.compose import ComposedScheduler
-from stratus.registry import register
 
 
 @register("task-per-instance",
