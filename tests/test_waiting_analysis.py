@@ -88,7 +88,7 @@ def test_over_capacity_reneging_is_the_excess_load():
 
 
 def test_every_policy_is_finite_at_5000_servers():
-    """Large s through the recurrences (speed is in benchmarks/bench_analysis.py)."""
+    """Large s through the recurrences (speed is in benchmarks/bench_waiting.py)."""
     for p in ("njw", "ajw", "ajw-t", "sww", "ljw", "compound"):
         out = evaluate(p, 5000, lam=9.0, mu=0.002, pf=3.84, po=9.6, b=900, t=180)
         assert all(math.isfinite(v) for v in (out.price, out.wait_s, out.on_demand_fraction))

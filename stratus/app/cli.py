@@ -96,6 +96,36 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--f-under", type=float, default=0.0,
                    help="SWW: share of jobs under-predicting their wait (§4.1.1)")
     p.add_argument("--json", action="store_true")
+    wt = sub.add_parser("waiting", help="reserved pools under waiting policies (paper 000)"
+                        ).add_subparsers(dest="waiting_cmd", required=True)
+    p = wt.add_parser("simulate", help="a trace through s reserved servers under a waiting "
+                                       "policy, overflow to on-demand VMs")
+    p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
+    _add_trace_options(p)
+    p.add_argument("--reserved", type=int, required=True, metavar="S", help="reserved servers")
+    p.add_argument("--reserved-cores", type=float, required=True, help="cores per server")
+    p.add_argument("--reserved-mem-gb", type=float, required=True, help="GiB per server")
+    p.add_argument("--reserved-discount", type=float, default=None, metavar="D",
+                   help="price servers at (1 - D) x on-demand (default: the catalog's "
+                        "3-year reserved rate)")
+    p.add_argument("--policy", required=True, help="njw, ajw, ajw-t, sww, ljw or compound")
+    p.add_argument("--b", type=float, default=0.0, help="seconds a job may wait (ajw-t, sww, "
+                                                        "compound)")
+    p.add_argument("--t", type=float, default=0.0,
+                   help="seconds: shorter jobs are short (ljw, compound)")
+    p.add_argument("--scheduling", default="fcfs", help="queue order: fcfs or sjf")
+    p.add_argument("--packing", default="best-fit", help="best-fit (default) or first-fit")
+    p.add_argument("--work-conserving", action=argparse.BooleanOptionalAction, default=True,
+                   help="the first queued job that fits starts (default), or only the head")
+    p.add_argument("--steady-state", type=float, default=None, metavar="F",
+                   help="drop the first and last F of jobs from the wait mean (default 0.1 "
+                        "for synthetic:mms, else 0)")
+    p.add_argument("--f-over", type=float, default=0.0,
+                   help="share of jobs over-predicting (SWW: their wait; LJW: short as long)")
+    p.add_argument("--f-under", type=float, default=0.0,
+                   help="share of jobs under-predicting (SWW: wait; LJW: long as short)")
+    p.add_argument("--catalog", default="m5", help="VM family for servers and cloud (m5)")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
     _add_trace_options(p)
@@ -340,6 +370,27 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
+def cmd_waiting(args) -> int:
+    from stratus.app.waiting import simulate_trace
+    from stratus.waiting.pool import PoolSpec, WaitingPolicy
+
+    # every option checked before the trace is read
+    PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb, args.packing,
+             args.scheduling, args.work_conserving)
+    WaitingPolicy(args.policy, args.b, args.t)
+    if args.steady_state is not None and not (0 <= args.steady_state < 0.5):
+        raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {args.steady_state}")
+    sess = _Session(args)
+    out = simulate_trace(sess.trace, args)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from stratus.app.report import table
+
+    print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
+    return 0
+
+
 def cmd_analyze(args) -> int:
     from stratus.waiting.analysis import evaluate, optimal_servers
 
@@ -477,7 +528,7 @@ def _traces_formats(args) -> int:
 
 
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
-            "analyze": cmd_analyze,
+            "analyze": cmd_analyze, "waiting": cmd_waiting,
             "estimate": cmd_estimate,
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 

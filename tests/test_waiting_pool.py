@@ -1,0 +1,148 @@
+"""The reserved pool under waiting policies (paper 000 §5): exactness of the fast path,
+invariants of the general one, agreement with the queueing model, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stratus.app.cli import main
+from stratus.waiting.analysis import evaluate
+from stratus.waiting.pool import POLICIES, PoolSpec, WaitingPolicy, _general, simulate
+
+NASA = Path(__file__).resolve().parents[2] / "shared" / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+
+
+def _mms(n, seed, lam=0.2, mu=0.002):
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.exponential(1 / lam, n)), rng.exponential(1 / mu, n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), s=st.integers(1, 12), policy=st.sampled_from(POLICIES),
+       b=st.floats(0, 3000), t=st.floats(0, 1500))
+def test_the_fast_path_is_the_general_path_on_unit_pools(seed, s, policy, b, t):
+    sub, rt = _mms(300, seed, lam=s * 0.0025)
+    cpu, mem = np.ones(300), np.full(300, 4.0)
+    spec, pol = PoolSpec(s, 1.0, 4.0), WaitingPolicy(policy, b, t)
+    fast = simulate(spec, pol, sub, rt, cpu, mem)
+    short = rt < t if policy in ("ljw", "compound") else np.zeros(300, bool)
+    slow = _general(spec, pol, sub, rt, cpu, mem, np.ones(300, bool), short,
+                    np.zeros(300, bool), np.zeros(300, bool), rt)
+    assert (fast.cloud == slow.cloud).all()
+    assert np.allclose(fast.wait, slow.wait) and np.allclose(fast.start, slow.start)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), s=st.integers(1, 4), policy=st.sampled_from(POLICIES),
+       placement=st.sampled_from(["best-fit", "first-fit"]),
+       order=st.sampled_from(["fcfs", "sjf"]), wc=st.booleans(), b=st.floats(0, 2000))
+def test_general_pool_invariants(seed, s, policy, placement, order, wc, b):
+    """Every job runs once; no server is ever over-committed; waits are start - submit;
+    NJW never waits, AJW never leaves, AJW-T waits at most b."""
+    rng = np.random.default_rng(seed)
+    n = 120
+    sub = np.cumsum(rng.exponential(30.0, n))
+    rt = rng.exponential(400.0, n)
+    cpu = rng.choice([1.0, 2.0, 4.0, 8.0, 20.0], n)
+    mem = rng.choice([1.0, 4.0, 16.0, 40.0], n)
+    spec = PoolSpec(s, 8.0, 32.0, placement, order, wc)
+    run = simulate(spec, WaitingPolicy(policy, b, 300.0), sub, rt, cpu, mem)
+    assert np.all(run.start >= sub - 1e-9) and np.allclose(run.wait, run.start - sub)
+    assert (run.cloud[~run.fits]).all()
+    pool = ~run.cloud
+    assert (run.server[pool] >= 0).all() and (run.server[run.cloud] == -1).all()
+    for k in range(s):  # sweep each server's load over time
+        mine = np.nonzero(run.server == k)[0]
+        ev = sorted([(run.start[j] + rt[j], 0, -cpu[j], -mem[j]) for j in mine]
+                    + [(run.start[j], 1, cpu[j], mem[j]) for j in mine])
+        c = m = 0.0
+        for _, _, dc, dm in ev:
+            c += dc
+            m += dm
+            assert c <= 8.0 + 1e-9 and m <= 32.0 + 1e-9
+    if policy == "njw":
+        assert np.all(run.wait == 0)
+    if policy == "ajw":
+        assert not run.cloud[run.fits].any()
+    if policy == "ajw-t":
+        assert np.all(run.wait <= b + 1e-6)
+    if order == "fcfs" and not wc and policy in ("ajw", "ljw"):
+        on = np.nonzero(pool)[0]
+        assert np.all(np.diff(run.start[on]) >= -1e-9)  # the head only: starts in order
+
+
+@pytest.mark.parametrize(("policy", "s", "b"), [("njw", 108, 0), ("ajw", 108, 0),
+                                                ("ajw-t", 101, 900), ("sww", 120, 900)])
+def test_the_pool_agrees_with_the_model_on_mms(policy, s, b):
+    n = 300_000
+    sub, rt = _mms(n, seed=3)
+    run = simulate(PoolSpec(s, 1.0, 4.0), WaitingPolicy(policy, b), sub, rt, np.ones(n),
+                   np.full(n, 4.0))
+    price = (s * 3.84 * (sub[-1] - sub[0]) + 9.6 * (rt * run.cloud).sum()) / (9.6 * rt.sum())
+    model = evaluate(policy, s, lam=0.2, mu=0.002, pf=3.84, po=9.6, b=b)
+    assert price == pytest.approx(model.normalized_price, rel=0.01)
+    assert run.cloud.mean() == pytest.approx(model.on_demand_fraction, abs=0.003)
+
+
+def test_cli_json_matches_the_analyzer(capsys):
+    assert main(["waiting", "simulate", "--trace", "synthetic:mms?cpu=1&mem=4&hours=400",
+                 "--reserved", "108", "--reserved-cores", "1", "--reserved-mem-gb", "4",
+                 "--reserved-discount", "0.6", "--policy", "njw", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"policy", "reserved", "jobs", "mean_wait_s", "normalized_price",
+                        "on_demand_fraction", "total_cost_usd", "reserved_cost_usd",
+                        "cloud_cost_usd", "opportunity_cost"}
+    assert doc["total_cost_usd"] == pytest.approx(doc["reserved_cost_usd"]
+                                                  + doc["cloud_cost_usd"], abs=1e-3)
+    assert doc["normalized_price"] == pytest.approx(0.467, abs=0.01)
+    assert doc["steady_state"] == 0.1 and doc["server_type"] == "m5.large"
+
+
+def test_mispredicted_sww_sends_over_predictions_away(capsys):
+    base = ["waiting", "simulate", "--trace", "synthetic:mms?cpu=1&mem=4&hours=200",
+            "--reserved", "101", "--reserved-cores", "1", "--reserved-mem-gb", "4",
+            "--reserved-discount", "0.6", "--policy", "sww", "--b", "900", "--json"]
+    main(base)
+    exact = json.loads(capsys.readouterr().out)
+    main(base + ["--f-over", "0.3"])
+    over = json.loads(capsys.readouterr().out)
+    assert over["on_demand_fraction"] > exact["on_demand_fraction"] + 0.25
+    assert over["mean_wait_s"] < exact["mean_wait_s"]
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (["--reserved", "-1"], "--reserved"),
+    (["--reserved-cores", "0"], "--reserved-cores"),
+    (["--policy", "wait"], "unknown waiting policy"),
+    (["--packing", "worst-fit"], "--packing"),
+    (["--scheduling", "lifo"], "--scheduling"),
+    (["--b", "-3"], "--b"),
+    (["--steady-state", "0.7"], "--steady-state"),
+    (["--reserved-discount", "1.5"], "--reserved-discount"),
+    (["--reserved-cores", "500"], "no m5 type"),
+])
+def test_bad_options_are_one_line(argv, what, capsys):
+    args = {"--reserved": "10", "--reserved-cores": "1", "--reserved-mem-gb": "4",
+            "--policy": "njw"}
+    args.update(dict(zip(argv[::2], argv[1::2])))
+    flat = [x for kv in args.items() for x in kv]
+    assert main(["waiting", "simulate", "--trace", "synthetic:mms?hours=1", *flat]) == 2
+    err = capsys.readouterr().err
+    assert what in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(not NASA.exists(), reason="../shared/data/NASA log not present")
+@pytest.mark.parametrize(("servers", "cores"), [(3, 32), (8, 16)])
+def test_nasa_runs_on_two_pools_with_first_fit(servers, cores, capsys):
+    assert main(["waiting", "simulate", "--trace", str(NASA), "--format", "swf",
+                 "--reserved", str(servers), "--reserved-cores", str(cores),
+                 "--reserved-mem-gb", str(4 * cores), "--reserved-discount", "0.6",
+                 "--packing", "first-fit", "--policy", "njw", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["jobs"] > 18_000 and 0 < doc["on_demand_fraction"] < 1
