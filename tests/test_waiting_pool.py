@@ -146,3 +146,65 @@ def test_nasa_runs_on_two_pools_with_first_fit(servers, cores, capsys):
                  "--packing", "first-fit", "--policy", "njw", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["jobs"] > 18_000 and 0 < doc["on_demand_fraction"] < 1
+
+
+def test_the_overflow_replays_through_a_vc_scheduler(capsys):
+    """000 §5 composed with a virtual cluster: the jobs that leave the pool are replayed
+    by a registered scheduler at the times they left; the bill adds up."""
+    base = ["waiting", "simulate", "--trace", "synthetic:google?scale=0.02", "--hours", "4",
+            "--seed", "2", "--reserved", "4", "--reserved-cores", "16",
+            "--reserved-mem-gb", "64", "--policy", "njw", "--json"]
+    main(base)
+    vm = json.loads(capsys.readouterr().out)
+    assert main(base + ["--cloud", "task-per-instance", "--market", "on-demand"]) == 0
+    vc = json.loads(capsys.readouterr().out)
+    assert vc["on_demand_fraction"] == vm["on_demand_fraction"] > 0
+    assert vc["cloud_replay"]["tasks"] == round(vm["on_demand_fraction"] * vm["jobs"])
+    assert vc["total_cost_usd"] == pytest.approx(vc["reserved_cost_usd"] + vc["cloud_cost_usd"],
+                                                 abs=1e-3)
+    assert vc["cloud_cost_smallest_vm_usd"] == vm["cloud_cost_usd"]
+    ratio = vc["normalized_price"] / vm["normalized_price"]
+    assert ratio == pytest.approx(vc["total_cost_usd"] / vm["total_cost_usd"], rel=1e-4)
+    assert main(base + ["--cloud", "nope"]) == 2
+
+
+def test_advise_finds_the_njw_optimum_of_the_model(tmp_path, capsys):
+    """000 §3.2: NJW's optimum on the baseline is s = 108; the simulated marginal analysis
+    on an M/M/s trace lands within 2 of it, and the MILP's start is reported beside it."""
+    from stratus.waiting.analysis import optimal_servers
+
+    out = tmp_path / "advice.png"
+    assert main(["advise", "--trace", "synthetic:mms?cpu=1&mem=4&hours=300", "--policy", "njw",
+                 "--reserved-cores", "1", "--reserved-mem-gb", "4", "--reserved-discount", "0.6",
+                 "--plot", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    model = optimal_servers("njw", 0.2, 0.002, 3.84, 9.6)
+    assert abs(doc["optimal_servers"] - model) <= 2
+    costs = {p["servers"]: p["total_cost_usd"] for p in doc["points"]}
+    assert costs[doc["optimal_servers"]] == min(costs.values())
+    assert doc["milp_extra_cost_pct"] >= 0
+    assert out.stat().st_size > 1000
+    assert main(["advise", "--trace", "synthetic:mms?hours=1", "--policy", "njw",
+                 "--reserved-cores", "1", "--reserved-mem-gb", "4", "--plot", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_search_walks_to_the_cheapest_neighbour():
+    from stratus.waiting.advisor import Point, search
+
+    def cost(s):
+        return Point(s, (s - 17) ** 2 + 5.0, None, 0.0, 0.0)
+
+    best, seen = search(cost, 40)
+    assert best == 17 and len(seen) < 30
+    assert search(cost, 0)[0] == 17
+
+
+def test_the_milp_balances_reserved_and_on_demand():
+    from stratus.waiting.advisor import milp_servers
+
+    # 2 servers always busy, a 3rd half the time: at a discount of 0.6 the 3rd pays
+    # (0.5 x 1.0 on demand > 0.4 reserved), a 4th (busy never) does not
+    load = np.array([2.0, 3.0] * 50)
+    assert milp_servers(load, 3600.0, 1.0, 0.4, 1.0) == 3
+    assert milp_servers(load, 3600.0, 1.0, 0.6, 1.0) == 2

@@ -125,6 +125,32 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--f-under", type=float, default=0.0,
                    help="share of jobs under-predicting (SWW: wait; LJW: long as short)")
     p.add_argument("--catalog", default="m5", help="VM family for servers and cloud (m5)")
+    p.add_argument("--cloud", default="smallest-vm", metavar="smallest-vm|SCHEDULER",
+                   help="the overflow: each job on the cheapest VM that fits (the papers' "
+                        "model, default), or replayed by a registered VC scheduler")
+    p.add_argument("--market", default="spot", help="(--cloud SCHEDULER) spot or on-demand")
+    p.add_argument("--cloud-catalog", default="m4",
+                   help="(--cloud SCHEDULER) the VC's instance family (m4)")
+    p.add_argument("--warmup-hours", default="auto", metavar="H|auto",
+                   help="(--cloud SCHEDULER) history a learning estimator trains on")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("advise", help="how many servers to reserve for a trace under a waiting "
+                                      "policy (MILP start, simulated marginal analysis)")
+    p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
+    _add_trace_options(p)
+    p.add_argument("--policy", required=True, help="njw, ajw-t, sww, ljw, compound (or ajw)")
+    p.add_argument("--reserved-cores", type=float, required=True, help="cores per server")
+    p.add_argument("--reserved-mem-gb", type=float, required=True, help="GiB per server")
+    p.add_argument("--reserved-discount", type=float, default=None, metavar="D")
+    p.add_argument("--b", type=float, default=0.0)
+    p.add_argument("--t", type=float, default=0.0)
+    p.add_argument("--scheduling", default="fcfs")
+    p.add_argument("--packing", default="best-fit")
+    p.add_argument("--work-conserving", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--slot", type=float, default=3600.0, help="MILP time slot, s (3600)")
+    p.add_argument("--catalog", default="m5")
+    p.add_argument("--plot", metavar="OUT.png", help="price and wait against s")
+    p.add_argument("--force", action="store_true", help="replace an existing --plot file")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
     p.add_argument("--trace", required=True)
@@ -380,14 +406,59 @@ def cmd_waiting(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if args.steady_state is not None and not (0 <= args.steady_state < 0.5):
         raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {args.steady_state}")
+    if args.cloud != "smallest-vm":
+        from pricing.catalog import get_catalog
+        from stratus.app.registry import get_spec
+        get_spec(args.cloud)
+        get_catalog(args.cloud_catalog)
+        if args.market not in ("spot", "on-demand"):
+            raise ConfigError(f"--market takes spot or on-demand, got {args.market!r}")
     sess = _Session(args)
-    out = simulate_trace(sess.trace, args)
+    out = simulate_trace(sess.trace, args, sess.history)
     if args.json:
         print(json.dumps(out))
         return 0
     from stratus.app.report import table
 
     print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
+    return 0
+
+
+def cmd_advise(args) -> int:
+    from pathlib import Path
+
+    from stratus.app.waiting import advise, plot_advice
+    from stratus.waiting.pool import PoolSpec, WaitingPolicy
+
+    PoolSpec(1, args.reserved_cores, args.reserved_mem_gb, args.packing, args.scheduling,
+             args.work_conserving)
+    WaitingPolicy(args.policy, args.b, args.t)
+    if not (args.slot > 0 and args.slot < float("inf")):
+        raise ConfigError(f"--slot must be a positive number of seconds, got {args.slot}")
+    if args.plot:
+        out = Path(args.plot)
+        if not out.parent.is_dir():
+            raise ConfigError(f"--plot {out}: no such directory")
+        if out.exists() and not args.force:
+            raise ConfigError(f"--plot {out}: already exists; pass --force to replace it")
+        if Path(args.trace).exists() and out.resolve() == Path(args.trace).resolve():
+            raise ConfigError(f"--plot {out}: is the input trace")
+    sess = _Session(args)
+    doc = advise(sess.trace, args)
+    if args.plot:
+        plot_advice(doc, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    from stratus.app.report import table
+
+    o, m = doc["optimal"], doc["at_milp"]
+    print(table(("", "servers", "total $", "normalized", "mean wait s", "on demand"),
+                [("simulated optimum", o["servers"], o["total_cost_usd"], o["normalized_price"],
+                  o["mean_wait_s"], o["on_demand_fraction"]),
+                 ("MILP start", m["servers"], m["total_cost_usd"], m["normalized_price"],
+                  m["mean_wait_s"], m["on_demand_fraction"])]))
     return 0
 
 
@@ -528,7 +599,7 @@ def _traces_formats(args) -> int:
 
 
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
-            "analyze": cmd_analyze, "waiting": cmd_waiting,
+            "analyze": cmd_analyze, "waiting": cmd_waiting, "advise": cmd_advise,
             "estimate": cmd_estimate,
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
