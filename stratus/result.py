@@ -74,6 +74,9 @@ class ReplayResult:
         t1 = max(e.seg_end, default=0.0)
         rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets, t0, t1)
         lower = fluid_lower_bound(seg_start, seg_end, reqs, rho_t, rho)
+        lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, e.prices,
+                                                  e.cfg.catalog, e.markets, e.cfg.tick_s,
+                                                  rho_t, rho)
 
         # resource-time of tasks making progress (run segments), per dimension
         run_len = seg_end - seg_start
@@ -88,6 +91,7 @@ class ReplayResult:
             "tasks_completed": e.n_done,
             "total_cost_usd": _r(total_cost),
             "lower_bound_cost_usd": _r(lower),
+            "lower_bound_integer_usd": _r(lower_int),
             "instance_hours": _r(inst_seconds / 3600.0, 4),
             "utilization": {**{d: _r(v, 4) for d, v in util.items()},
                             "constraining": _r(constraining, 4),
@@ -117,6 +121,8 @@ class ReplayResult:
             "simulated_hours": _r((e.now - (e._submit_list[0] if e.n else 0.0)) / 3600.0, 4),
             "wall_seconds": _r(wall_seconds, 3),
         }
+        if lower_int_note:
+            summary["lower_bound_integer_note"] = lower_int_note
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -131,6 +137,22 @@ class ReplayResult:
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
                      "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, rho
+                  ) -> tuple[float | None, str | None]:
+    """The integer lower bound (stratus.intbound), or None and why: OR-Tools is an optional
+    extra, and a replay must not fail for want of it."""
+    from stratus.intbound import integer_lower_bound, ortools_missing
+
+    why = ortools_missing()
+    if why:
+        return None, why
+    try:
+        return integer_lower_bound(starts, ends, reqs, prices, catalog, markets, slot_s,
+                                   rho_t, rho), None
+    except RuntimeError as exc:  # a solver that did not prove optimality
+        return None, f"integer bound not computed: {exc}"
 
 
 INSTANCE_COLUMNS = ["iid", "type", "market", "requested_s", "ready_s", "released_s", "cost_usd",

@@ -116,6 +116,11 @@ def check_invariants(trace, res, prices: PriceBook | None = None) -> None:
     # the fluid lower bound is a lower bound
     assert res.summary["total_cost_usd"] >= res.summary["lower_bound_cost_usd"] - 1e-6
     assert res.summary["lower_bound_cost_usd"] > 0
+    # and so is the integer one (where OR-Tools is installed), never below the fluid one
+    lo = res.summary.get("lower_bound_integer_usd")
+    if lo is not None:
+        assert res.summary["total_cost_usd"] >= lo * (1 - 1e-9) - 1e-12
+        assert lo >= res.summary["lower_bound_cost_usd"] * (1 - 1e-9) - 1e-12
 
 
 def check_utilization(res) -> None:

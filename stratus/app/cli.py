@@ -61,7 +61,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="DIR", help="also write instances/jobs tables as Parquet")
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
-    p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
+    p.add_argument("--schedulers", default=None,
+                   help="comma-separated names (default: every policy; cost models such as "
+                        "fargate by name)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="replay schedulers in N processes (default: one per core; 1: serially "
                         "in this process)")
@@ -539,18 +541,18 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
-    from stratus.app.registry import get_spec, scheduler_names
+    from stratus.app.registry import all_names, get_spec
 
-    specs = [get_spec(n) for n in scheduler_names()]
+    specs = [get_spec(n) for n in all_names()]
     if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description, "estimator": s.estimator}
-                          for s in specs]))
+        print(json.dumps([{"name": s.name, "description": s.description, "estimator": s.estimator,
+                           "kind": s.kind} for s in specs]))
     else:
         from stratus.app.report import table
 
-        print(table(("name", "estimator", "description"),
-                    [(s.name, s.estimator or "(replay's)", s.description) for s in specs],
-                    align_left=3))
+        print(table(("name", "kind", "estimator", "description"),
+                    [(s.name, s.kind, s.estimator or "(replay's)", s.description)
+                     for s in specs], align_left=4))
     return 0
 
 

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stratus.app.schedulers import SCHEDULERS, SchedulerSpec, register
+from stratus.app.schedulers import (
+    COST_MODEL,
+    COST_MODELS,
+    POLICY,
+    SCHEDULERS,
+    SchedulerSpec,
+    register,
+)
 from stratus.errors import ConfigError
 from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator
 
 ENTRY_POINT_GROUP = "stratus.schedulers"
-__all__ = ["ENTRY_POINT_GROUP", "SCHEDULERS", "SchedulerSpec", "get_spec", "make_estimator",
-           "make_scheduler", "register", "register_estimator", "scheduler_names"]
+__all__ = ["COST_MODEL", "COST_MODELS", "ENTRY_POINT_GROUP", "POLICY", "SCHEDULERS",
+           "SchedulerSpec", "all_names", "get_spec", "make_estimator", "make_scheduler",
+           "register", "register_estimator", "scheduler_names"]
 
 
 _loaded = False
@@ -36,6 +44,7 @@ def _load() -> None:
         return
     _loaded = True  # first: a plug-in may look names up while it registers
     import stratus.app.builtin  # noqa: F401  (registers on import)
+    import stratus.app.costmodels  # noqa: F401  (registers on import)
 
     for ep in _entry_points():
         try:
@@ -50,20 +59,31 @@ def _load() -> None:
 
 
 def scheduler_names() -> list[str]:
+    """The policies: what the engine replays, and ``compare``'s default set."""
     _load()
     return list(SCHEDULERS)
 
 
+def all_names() -> list[str]:
+    """Policies, then cost models (``fargate``): every name ``replay``/``compare`` take."""
+    _load()
+    return [*SCHEDULERS, *COST_MODELS]
+
+
 def get_spec(name: str) -> SchedulerSpec:
     _load()
-    try:
-        return SCHEDULERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}") from None
+    spec = SCHEDULERS.get(name) or COST_MODELS.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown scheduler {name!r}; known: {', '.join(all_names())}")
+    return spec
 
 
 def make_scheduler(name: str):
-    return get_spec(name).factory()
+    spec = get_spec(name)
+    if spec.kind != POLICY:
+        raise ConfigError(f"{name!r} is a cost model, not a scheduler the engine can run; "
+                          f"stratus.app.runs replays it (or call its factory's replay)")
+    return spec.factory()
 
 
 # --- runtime estimators -------------------------------------------------------------------

@@ -25,6 +25,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], align_left: int = 1)
     return "\n".join(out)
 
 
+def _integer_bound(s: dict) -> str:
+    lo = s.get("lower_bound_integer_usd")
+    if lo is None:
+        return "- (" + s.get("lower_bound_integer_note", "not computed") + ")"
+    return f"{lo:,.2f}" + (f"  (cost = {s['total_cost_usd'] / lo:.2f} x bound)" if lo else "")
+
+
 def summary_table(s: dict) -> str:
     u, lat = s["utilization"], s["latency"]
     ratio = s["total_cost_usd"] / s["lower_bound_cost_usd"] if s.get("lower_bound_cost_usd") else None
@@ -36,7 +43,9 @@ def summary_table(s: dict) -> str:
         ("total cost ($)", f"{s['total_cost_usd']:,.2f}"),
         ("fluid lower bound ($)", f"{s['lower_bound_cost_usd']:,.2f}"
          + (f"  (cost = {ratio:.2f} x bound)" if ratio else "")),
-        ("instance-hours", f"{s['instance_hours']:,.1f}"),
+        ("integer lower bound ($)", _integer_bound(s)),
+        ("instance-hours", _fmt(s["instance_hours"]) if s["instance_hours"] is None
+         else f"{s['instance_hours']:,.1f}"),
         ("utilization cpu / mem", f"{u['cpu']:.3f} / {u['mem']:.3f}"),
         ("constraining utilization", f"{u['constraining']:.3f} ({s['constraining_resource']})"),
         ("progress / per-instance util.", f"{_fmt(u.get('progress'))} / "
@@ -56,15 +65,17 @@ def summary_table(s: dict) -> str:
 
 def comparison_table(summaries: Sequence[dict]) -> str:
     """One row per scheduler: cost, cost over the most expensive (Stratus Fig. 4) and over
-    the lower bound, constraining utilization (Fig. 5), latency (Table 2)."""
+    the lower bound (the integer one where there is one; both bounds are shown), constraining
+    utilization (Fig. 5), latency (Table 2)."""
     rows = []
     for s in summaries:
         rows.append((s["scheduler"], s["total_cost_usd"], s.get("normalized_cost"),
+                     s.get("lower_bound_cost_usd"), s.get("lower_bound_integer_usd"),
                      s.get("cost_over_bound"), s["utilization"]["constraining"],
                      s["latency"]["p50"], s["latency"]["p95"], s["instances_acquired"],
                      s["migrations"], s["wall_seconds"]))
-    return table(("scheduler", "cost $", "normalized", "/ bound", "util", "lat p50", "lat p95",
-                  "instances", "migrations", "wall s"), rows)
+    return table(("scheduler", "cost $", "normalized", "fluid bound $", "int. bound $", "/ bound",
+                  "util", "lat p50", "lat p95", "instances", "migrations", "wall s"), rows)
 
 
 def _ms(d: dict | None) -> str:

@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from stratus.app.schedulers import SchedulerSpec
+from stratus.app.schedulers import COST_MODEL, SchedulerSpec
 from stratus.errors import ConfigError, StratusError
 
 
@@ -28,6 +28,8 @@ def estimator_name(args, spec: SchedulerSpec) -> str:
 def learns_online(args, spec: SchedulerSpec) -> bool:
     from stratus.app.registry import make_estimator
 
+    if spec.kind == COST_MODEL:
+        return False
     return make_estimator(estimator_name(args, spec), args.seed).learns_online
 
 
@@ -47,6 +49,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
                        migration_footprint=args.migration_footprint, seed=args.seed,
                        catalog=get_catalog(args.catalog))
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
+    if spec.kind == COST_MODEL:  # no engine: the model bills the trace itself
+        return spec.factory().replay(trace, cfg)
     est = make_estimator(estimator_name(args, spec), args.seed)
     if est.learns_online:
         hist = history()

@@ -1,0 +1,190 @@
+"""AWS Fargate as the Stratus paper prices it (§4.3): a cost model, no instances, no engine.
+
+Every task runs as its own Fargate task from the moment it is submitted, for its runtime,
+and is billed per second for the vCPU and memory of the smallest Fargate task size that
+holds its request, at the May 2018 prices ($0.0506 per vCPU-hour, $0.0127 per GB-hour).
+
+Task sizes (2018, the five CPU values Fargate offered then; 8 and 16 vCPU came in 2022
+with platform 1.4.0), memory in GB = 1024 MiB (AWS ECS developer guide, "Task CPU and
+memory"; https://docs.aws.amazon.com/AmazonECS/latest/userguide/task-cpu-memory-error.html):
+
+    0.25 vCPU: 0.5, 1, 2 GB          2 vCPU: 4 to 16 GB in 1 GB steps
+    0.5 vCPU:  1 to 4 GB, 1 GB steps  4 vCPU: 8 to 30 GB in 1 GB steps
+    1 vCPU:    2 to 8 GB, 1 GB steps
+
+A task larger than 4 vCPU or 30 GB fits no size: it is billed as k equal shares, k the
+fewest that each fit a size (as if split into k Fargate tasks), each share rounded up to a
+size. See docs/decisions.md, "Fargate as a cost model".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from stratus.errors import ConfigError
+from stratus.resources import DIMS, SCALE, request_units
+
+VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
+GB_HOUR_USD = 0.0127
+
+
+def _sizes() -> list[tuple[float, float]]:
+    out = [(0.25, m) for m in (0.5, 1, 2)]
+    out += [(0.5, m) for m in range(1, 5)]
+    out += [(1, m) for m in range(2, 9)]
+    out += [(2, m) for m in range(4, 17)]
+    out += [(4, m) for m in range(8, 31)]
+    return [(float(c), float(m)) for c, m in out]
+
+
+SIZES: tuple[tuple[float, float], ...] = tuple(_sizes())
+LARGEST = (4.0, 30.0)
+
+
+def size_price(vcpu: float, gb: float) -> float:
+    """$/h of one Fargate task of this size."""
+    return vcpu * VCPU_HOUR_USD + gb * GB_HOUR_USD
+
+
+def fargate_sizes(cpu_units: np.ndarray, mem_units: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task (requests in milli-vCPU and MiB): the shares it is billed as, and the
+    vCPU and GB of each share's Fargate size (the cheapest size that holds the share)."""
+    cpu = np.asarray(cpu_units, dtype=np.int64)
+    mem = np.asarray(mem_units, dtype=np.int64)
+    big_c, big_m = (round(x * s) for x, s in zip(LARGEST, SCALE))
+    shares = np.maximum(1, np.maximum(-(-cpu // big_c), -(-mem // big_m)))
+    c = -(-cpu // shares)  # a share, rounded up to the unit: never less than asked
+    m = -(-mem // shares)
+    best = np.full(cpu.shape, np.inf)
+    vcpu = np.zeros(cpu.shape)
+    gb = np.zeros(cpu.shape)
+    for sc, sm in SIZES:  # sizes are few (50): one vectorized pass each
+        fits = (c <= round(sc * SCALE[0])) & (m <= round(sm * SCALE[1]))
+        p = size_price(sc, sm)
+        better = fits & (p < best)
+        best[better] = p
+        vcpu[better] = sc
+        gb[better] = sm
+    return shares, vcpu, gb
+
+
+class FargateCostModel:
+    """Bills a trace as Fargate would; ``replay`` gives a ReplayResult like the engine's."""
+
+    name = "fargate"
+
+    def replay(self, trace, cfg):
+        from stratus.markets import configure_market
+        from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+        from stratus.result import ReplayResult, _r, integer_bound
+
+        wall0 = time.perf_counter()
+        cfg.validate()
+        if cfg.prices is None:
+            configure_market(cfg, cfg.market)
+        if cfg.prices.catalog is not cfg.catalog:
+            cfg.catalog = cfg.prices.catalog
+        markets = tuple(cfg.markets or (cfg.market,))
+        f = trace.frame
+        n = len(f)
+        submit = f["submit_s"].to_numpy(dtype=np.float64)
+        runtime = f["runtime_s"].to_numpy(dtype=np.float64)
+        if n and not np.all(np.isfinite(runtime) & (runtime >= 0)):
+            raise ConfigError("fargate: runtimes must be finite and non-negative")
+        units = request_units(f["cpu"], f["mem_gib"]) if n else np.zeros((0, len(DIMS)), np.int64)
+        shares, vcpu, gb = fargate_sizes(units[:, 0], units[:, 1])
+        rate = shares * (vcpu * VCPU_HOUR_USD + gb * GB_HOUR_USD)
+        cost = rate * runtime / 3600.0
+        total = float(cost.sum())
+        end = submit + runtime
+
+        # latency (the paper's reading: no cluster to wait for) from submit to the end
+        job_ids = f["job_id"].to_numpy()
+        uniq, job_idx = np.unique(job_ids, return_inverse=True)
+        nj = len(uniq)
+        job_submit = np.full(nj, np.inf)
+        np.minimum.at(job_submit, job_idx, submit)
+        job_end = np.full(nj, -np.inf)
+        np.maximum.at(job_end, job_idx, end)
+        job_maxrt = np.zeros(nj)
+        np.maximum.at(job_maxrt, job_idx, runtime)
+        norm_lat = (job_end - job_submit) / np.maximum(job_maxrt, 1e-9)
+
+        # the instance bounds over the same run intervals, for reference (not Fargate's)
+        run = runtime > 0
+        s, e, reqs = submit[run], end[run], units[run]
+        if s.size:
+            rho_t, rho = cheapest_unit_prices(cfg.prices, cfg.catalog, markets, s.min(), e.max())
+            lower = fluid_lower_bound(s, e, reqs, rho_t, rho)
+            lower_int, note = integer_bound(s, e, reqs, cfg.prices, cfg.catalog, markets,
+                                            cfg.tick_s, rho_t, rho)
+        else:
+            lower, lower_int, note = 0.0, 0.0, None
+
+        # utilization: requested over billed resource-time, per dimension
+        billed = [(shares * vcpu * runtime).sum() * SCALE[0],
+                  (shares * gb * runtime).sum() * SCALE[1]]
+        used = [(units[:, d] * runtime).sum() for d in range(len(DIMS))]
+        util = {d: (used[i] / billed[i] if billed[i] > 0 else math.nan)
+                for i, d in enumerate(DIMS)}
+        finite = {d: v for d, v in util.items() if math.isfinite(v)}
+        constraining_dim = max(finite, key=finite.get) if finite else DIMS[0]
+        oversized = int((shares > 1).sum())
+        t_first = float(submit.min()) if n else 0.0
+        summary = {
+            "scheduler": self.name,
+            "trace": trace.name,
+            "tasks": n,
+            "tasks_completed": n,
+            "total_cost_usd": _r(total),
+            "lower_bound_cost_usd": _r(lower),
+            "lower_bound_integer_usd": _r(lower_int),
+            "instance_hours": None,
+            "utilization": {**{d: _r(v, 4) for d, v in util.items()},
+                            "constraining": _r(max(finite.values()), 4) if finite else None,
+                            "progress": None,
+                            **{f"progress_{d}": None for d in DIMS},
+                            "per_instance_constraining": None},
+            "constraining_resource": constraining_dim,
+            "spinup_share": None,
+            "billed_breakdown": {},
+            "latency": {"p50": _r(percentile(norm_lat, 50), 3),
+                        "p95": _r(percentile(norm_lat, 95), 3)},
+            "instances_acquired": 0,
+            "migrations": 0,
+            "migrations_per_migrated_task": 0.0,
+            "migration_seconds": 0.0,
+            "migrations_aborted": 0,
+            "migration_footprint": None,
+            "revocations": 0,
+            "tasks_revoked": 0,
+            "cost_by_type": {"fargate": _r(total)},
+            "cost_by_market": {"fargate": _r(total)},
+            "jobs": nj,
+            "market": "fargate",
+            "estimator": None,
+            "seed": cfg.seed,
+            "tick_s": cfg.tick_s,
+            "simulated_hours": _r(((float(end.max()) if n else 0.0) - t_first) / 3600.0, 4),
+            "fargate_tasks_split": oversized,
+            "fargate_prices": {"vcpu_hour_usd": VCPU_HOUR_USD, "gb_hour_usd": GB_HOUR_USD},
+            "wall_seconds": _r(time.perf_counter() - wall0, 3),
+        }
+        if note:
+            summary["lower_bound_integer_note"] = note
+        from stratus.result import INSTANCE_COLUMNS
+
+        instances = pd.DataFrame([], columns=INSTANCE_COLUMNS)
+        tasks = pd.DataFrame({"first_start_s": submit, "finish_s": end,
+                              "migrations": np.zeros(n, dtype=np.int64),
+                              "fargate_vcpu": shares * vcpu, "fargate_gb": shares * gb,
+                              "cost_usd": cost})
+        jobs = pd.DataFrame({"job_id": uniq, "submit_s": job_submit, "end_s": job_end,
+                             "longest_task_s": job_maxrt, "normalized_latency": norm_lat})
+        return ReplayResult(summary, instances, tasks, jobs)
+
