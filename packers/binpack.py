@@ -34,12 +34,14 @@ from stratus.view import ClusterView
 class BinpackIndex:
     """Items (integer ids) with a free vector of two dimensions; ``best(req)`` is the item
     with the least free amount of dimension ``dim`` among those ``req`` fits, ties to the
-    least free amount of the other dimension, then to the smallest id."""
+    least free amount of the other dimension, then to the smallest id (ECS binpack, Stratus
+    §2.1, §4.3)."""
 
     __slots__ = ("dim", "other", "tree", "buckets", "where")
 
     def __init__(self, key_max: int, dim: int = 0) -> None:
-        """``key_max``: the largest free amount of dimension ``dim`` an item can have."""
+        """``key_max``: the largest free amount of dimension ``dim`` an item can have (§4.1
+        catalog: the largest type's)."""
         self.dim = dim
         self.other = 1 - dim
         self.tree = FreeTree(cap=key_max + 1)
@@ -106,7 +108,8 @@ class BinpackIndex:
 
 class Binpack:
     """Packer: ECS binpack on ``dim`` (0: CPU, 1: memory) over every live instance,
-    booting ones included (a task placed there starts when it is ready, as for first fit)."""
+    booting ones included (a task placed there starts when it is ready, as for first fit;
+    Stratus §4.3 "Fleet")."""
 
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim

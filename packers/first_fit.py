@@ -8,7 +8,7 @@ instance per task, which grew as n^1.7 on a Google-like day.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
@@ -18,7 +18,8 @@ from stratus.view import ClusterView
 
 class FirstFit:
     """Packer. Instances in ``blacklist`` (e.g. being drained by a consolidation) get no
-    tasks; ``index`` gives the tick's synced capacity index to other parts."""
+    tasks (as Stratus §3.4 blacklists cleared instances); ``index`` gives the tick's synced
+    capacity index to other parts."""
 
     name = "first-fit"
 
@@ -31,7 +32,7 @@ class FirstFit:
     def index(self, view: ClusterView, plan: Plan) -> LiveIndex:
         """The capacity index in step with ``view`` and what ``plan`` promised so far
         (synced once per plan; parts that place through it must call ``took``).
-        Blacklisted instances' slots are dead in the tree."""
+        Blacklisted instances' slots are dead in the tree (Stratus §3.4)."""
         index = self._index
         if view is not self._view:  # another replay: start afresh
             self._view, index = view, LiveIndex()
@@ -54,7 +55,7 @@ class FirstFit:
         if not tasks:
             return []
         if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
-            return self._scan(view, plan, tasks)
+            return self._scan(view, plan, tasks, self.blacklist)
         index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
@@ -66,8 +67,10 @@ class FirstFit:
                 took(s, place(task, insts[s]))
         return left
 
-    def _scan(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
-        insts = [i for i in view.instances if i.iid not in self.blacklist]
+    @staticmethod
+    def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
+              blacklist: Collection[int] = ()) -> list[Task]:
+        insts = [i for i in view.instances if i.iid not in blacklist]
         left = []
         for task in tasks:
             for inst in insts:

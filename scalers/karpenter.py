@@ -44,14 +44,15 @@ from stratus.view import ClusterView
 
 
 def by_size_desc(task: Task) -> tuple:
-    """Karpenter's pod order for a scheduling simulation: larger CPU, then memory, first."""
+    """Karpenter's pod order for a scheduling simulation: larger CPU, then memory, first
+    (first-fit decreasing, the vector bin packing baseline Stratus §5.2 cites)."""
     return (tuple(-r for r in task.req), task.tid)
 
 
 def cheapest_fitting(view: ClusterView, types: Sequence[InstanceType], need: Sequence[int],
                      below: float = math.inf) -> InstanceType | None:
     """The cheapest of ``types`` that holds ``need`` and costs less than ``below``
-    (ties to the smaller type: ``types`` are in catalog order)."""
+    (ties to the smaller type: ``types`` are in catalog order, Stratus §4.1 Fig. 3c)."""
     best, best_p = None, below
     for t in types:
         if fits(need, t.capacity):
@@ -62,7 +63,8 @@ def cheapest_fitting(view: ClusterView, types: Sequence[InstanceType], need: Seq
 
 
 class KarpenterProvisioner:
-    """Scaler: batch first-fit decreasing into new nodes, cheapest type per node."""
+    """Scaler: batch first-fit decreasing into new nodes, cheapest type per node (a
+    scale-out that packs first and picks types after, which Stratus §3.3 argues against)."""
 
     name = "karpenter-provisioner"
 
@@ -134,7 +136,8 @@ class KarpenterProvisioner:
 
 
 class KarpenterConsolidation:
-    """Migrator: WhenEmptyOrUnderutilized consolidation over the first-fit packer's index."""
+    """Migrator: WhenEmptyOrUnderutilized consolidation over the first-fit packer's index:
+    runtime-unaware clearing (Stratus §3.4 heuristic 2 without estimates, cf. §5.2)."""
 
     name = "karpenter-consolidation"
 

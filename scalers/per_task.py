@@ -39,10 +39,11 @@ class TypeChoice(Protocol):
     name: str
 
     def begin(self, view: ClusterView) -> None:
-        """Called once per tick, before ``choose``."""
+        """Called once per scheduling event (Stratus §3.1), before ``choose``."""
 
     def choose(self, req: Vec) -> InstanceType | None:
-        """The type to acquire for a task of request ``req`` (None: none fits; it waits)."""
+        """The type to acquire for a task of request ``req`` (None: none fits; it waits;
+        Stratus §3.3 bids the on-demand price, so a type above it is not acquirable)."""
 
 
 class LowestPrice:
@@ -99,7 +100,7 @@ class BestFit:
 
 class PerTaskScaler:
     """Scaler: a new instance per task of the type ``choice`` picks, with optional same-tick
-    binpack of later tasks onto the tick's new instances (``copack``)."""
+    binpack of later tasks onto the tick's new instances (``copack``; Stratus §4.3, §5.1)."""
 
     def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
         self.choice = choice

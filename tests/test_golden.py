@@ -19,6 +19,11 @@ GOLDEN = {
         "stratus": (400.36, 1569, 2408),
         "stratus-noclear": (469.43, 1267, 0),
         "stratus-oracle": (344.12, 1947, 871),
+        "fleet": (588.78, 12171, 0),
+        "fleet-mem": (587.76, 12219, 0),
+        "fleet-diversified": (453.43, 1265, 0),
+        "karpenter": (429.39, 733, 4689),
+        "stratus-bestfit": (585.49, 15687, 1623),
     },
     "synthetic:twosigma?scale=0.05": {
         "task-per-instance": (645.87, 17251, 0),
@@ -26,6 +31,11 @@ GOLDEN = {
         "stratus": (559.75, 895, 2741),
         "stratus-noclear": (688.0, 435, 0),
         "stratus-oracle": (488.69, 1207, 770),
+        "fleet": (617.53, 7451, 0),
+        "fleet-mem": (623.79, 7289, 0),
+        "fleet-diversified": (622.14, 509, 0),
+        "karpenter": (619.15, 379, 2848),
+        "stratus-bestfit": (599.57, 9498, 1619),
     },
 }
 
