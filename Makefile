@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,plot,solver,data]'
+	$(PY) -m pip install --quiet -e '.[dev,plot,solver,data,ml]'
 	@touch $(STAMP)
 
 test: venv
@@ -26,6 +26,7 @@ lint: venv
 # make bench BENCH_ARGS="--quick" (or --volumes 0.25,0.5, --million, --json ...)
 bench: venv
 	$(PY) benchmarks/bench_replay.py $(BENCH_ARGS)
+	$(PY) benchmarks/bench_waiting.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -50,7 +50,7 @@ MILLION_SCALE = 2.04
 # process's high water mark since exec) to argv[1] as it exits.
 WRAPPER = """\
 import sys
-from stratus.cli import main
+from stratus.app.cli import main
 def peak_kib():
     try:
         with open("/proc/self/status") as fh:
@@ -67,13 +67,13 @@ finally:
         fh.write(str(peak_kib()))
 sys.stdout.flush()
 sys.stderr.flush()
-os._exit(code)  # as the stratus command ends (stratus.cli.entry): no interpreter teardown
+os._exit(code)  # as the stratus command ends (stratus.app.cli.entry): no interpreter teardown
 """
 
 
 def scheduler_names() -> list[str]:
     """The registry's names, asked of the CLI (this process imports no project code)."""
-    out = subprocess.run([sys.executable, "-c", "from stratus.cli import main; "
+    out = subprocess.run([sys.executable, "-c", "from stratus.app.cli import main; "
                           "main(['schedulers', '--json'])"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     return [s["name"] for s in json.loads(out)]

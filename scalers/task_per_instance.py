@@ -6,27 +6,51 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pricing.catalog import InstanceType
+from pricing.prices import SPOT
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.resources import fits
 from stratus.view import ClusterView
 
 
-def by_price(view: ClusterView) -> list[InstanceType]:
+def acquirable(view: ClusterView, bid_factor: float | None = None) -> list[InstanceType]:
+    """Types worth acquiring now. With ``bid_factor`` (bids at that multiple of the
+    on-demand price, HotSpot in Stratus §4.1) a spot type is acquirable while its price is
+    not above that bid; without it, the view's rule (not above on-demand, §3.3)."""
+    if bid_factor is None or view.market != SPOT:
+        return view.acquirable_types()
+    return [t for t in view.catalog if view.price(t) <= bid_factor * view.bid(t)]
+
+
+def bid_for(view: ClusterView, itype: InstanceType, bid_factor: float | None) -> float | None:
+    """The bid to name in an acquisition (None: the engine's default, on-demand)."""
+    if bid_factor is None or view.market != SPOT:
+        return None
+    return bid_factor * view.bid(itype)
+
+
+def by_price(view: ClusterView, bid_factor: float | None = None) -> list[InstanceType]:
     """Acquirable types by current price, cheapest first (ties: smaller type first)."""
-    types = view.acquirable_types()
+    types = acquirable(view, bid_factor)
     return [t for _, _, t in sorted((view.price(t), i, t) for i, t in enumerate(types))]
 
 
 class CheapestPerTask:
-    """Scaler: one new instance per task, the cheapest type it fits, in the replay market."""
+    """Scaler: one new instance per task, the cheapest type it fits, in the replay market.
+
+    ``bid_factor``: bid that multiple of the on-demand price (HotSpot, Stratus §4.1);
+    None bids on-demand (§3.3)."""
 
     name = "cheapest-per-task"
 
+    def __init__(self, bid_factor: float | None = None) -> None:
+        self.bid_factor = bid_factor
+
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
-        types = by_price(view)
+        types = by_price(view, self.bid_factor)
         cache: dict[tuple, InstanceType | None] = {}
         market, acquire = view.market, plan.acquire
+        factor = self.bid_factor
         for task in tasks:
             req = task.req
             if req in cache:
@@ -34,4 +58,7 @@ class CheapestPerTask:
             else:
                 itype = cache[req] = next((t for t in types if fits(req, t.capacity)), None)
             if itype is not None:  # else every type it fits is above its bid: wait
-                acquire(itype, (task,), market)
+                if factor is None:
+                    acquire(itype, (task,), market)
+                else:
+                    acquire(itype, (task,), market, bid=bid_for(view, itype, factor))

@@ -31,7 +31,7 @@ from pricing.catalog import M4, Catalog
 from pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.decisions import Decisions
 from stratus.errors import ConfigError, DecisionError, StratusError
-from stratus.estimators import Estimator, make_estimator
+from stratus.estimators import Estimator, OracleEstimator
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
 from stratus.ledger import Ledger
@@ -73,7 +73,7 @@ class ReplayConfig:
     seed: int = 0
     catalog: Catalog = M4
     prices: PriceBook | None = None
-    estimator: str | Estimator = "oracle"
+    estimator: Estimator | None = None  # None: perfect knowledge (an OracleEstimator)
     readjust: bool = True  # Stratus §3.4 heuristic 1
     record: bool = False  # keep per-interval logs for invariant checks
     max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
@@ -129,7 +129,13 @@ class Engine:
             missing = [t.name for t in cfg.catalog if not self.prices.has(t.name, m)]
             if missing:
                 raise ConfigError(f"no {m} prices for {', '.join(missing)} in price book {self.prices.name!r}")
-        self.estimator: Estimator = make_estimator(cfg.estimator, cfg.seed)
+        if cfg.estimator is None:
+            cfg.estimator = OracleEstimator()
+        elif not isinstance(cfg.estimator, Estimator):  # names are the application's to resolve
+            raise ConfigError(f"ReplayConfig.estimator takes an Estimator object, got "
+                              f"{cfg.estimator!r} (stratus.app.registry.make_estimator "
+                              f"resolves a name)")
+        self.estimator: Estimator = cfg.estimator
         self.now = 0.0
         self._rng = np.random.default_rng([cfg.seed, 0xC10D])
         self._spin: list[float] = []
@@ -676,16 +682,16 @@ class Engine:
 
 
 def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides) -> ReplayResult:
-    """Replay ``trace`` under ``scheduler`` (an object or a registered name)."""
+    """Replay ``trace`` under ``scheduler``, an object with ``schedule(view)`` (names are
+    resolved by the application layer, ``stratus.app.registry.make_scheduler``)."""
     cfg = cfg or ReplayConfig()
     for k, v in overrides.items():
         if not hasattr(cfg, k):
             raise ConfigError(f"unknown replay option {k!r}")
         setattr(cfg, k, v)
-    if isinstance(scheduler, str):
-        from stratus.registry import make_scheduler
-
-        scheduler = make_scheduler(scheduler)
+    if isinstance(scheduler, str) or not callable(getattr(scheduler, "schedule", None)):
+        raise ConfigError(f"replay takes a scheduler object, got {scheduler!r} "
+                          f"(stratus.app.registry.make_scheduler resolves a name)")
     return Engine(trace, scheduler, cfg).run()
 
 

@@ -9,7 +9,7 @@ derived in the cluster view (see ``remaining_estimate``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -161,45 +161,3 @@ def remaining_estimate(estimate: float, elapsed: float, readjust: bool = True) -
     if left > 0:
         return left
     return elapsed if readjust else 0.0
-
-
-def _history(arg: str | None, seed: int) -> Estimator:
-    from stratus.history import HistoryEstimator  # imports this module
-
-    if arg:
-        raise ConfigError(f"history estimator takes no argument, got {arg!r}")
-    return HistoryEstimator()
-
-
-ESTIMATORS: dict[str, Callable[..., Estimator]] = {
-    "oracle": lambda arg, seed: OracleEstimator(),
-    "noisy": lambda arg, seed: NoisyEstimator(_parse_h(arg), seed),
-    "history": _history,
-}
-
-
-def _parse_h(arg: str | None) -> float:
-    if arg is None:
-        raise ConfigError("noisy estimator needs a factor, e.g. --estimator noisy:0.5")
-    try:
-        return float(arg)
-    except ValueError:
-        raise ConfigError(f"noisy estimator: h must be a number, got {arg!r}") from None
-
-
-def register_estimator(name: str, factory: Callable[[str | None, int], Estimator]) -> None:
-    ESTIMATORS[name] = factory
-
-
-def make_estimator(spec: str | Estimator, seed: int = 0) -> Estimator:
-    """``oracle``, ``noisy:H`` or another registered name (``name[:arg]``)."""
-    if isinstance(spec, Estimator):
-        return spec
-    if not isinstance(spec, str):
-        raise ConfigError(f"an estimator is a name or an Estimator instance, got {spec!r}")
-    name, _, arg = spec.partition(":")
-    try:
-        factory = ESTIMATORS[name]
-    except KeyError:
-        raise ConfigError(f"unknown estimator {spec!r}; known: {', '.join(sorted(ESTIMATORS))}") from None
-    return factory(arg or None, seed)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from stratus.cli import main
+from stratus.app.cli import main
 
 KEYS = {"scheduler", "trace", "tasks", "tasks_completed", "total_cost_usd", "lower_bound_cost_usd",
         "instance_hours", "utilization", "latency", "instances_acquired", "migrations",

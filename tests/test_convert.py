@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from stratus.cli import main
-from traces import loaders
+from stratus.app.cli import main
+from traces import conversion
 from traces.schema import Trace
 from traces.spec import load_trace
 from traces.synthetic import generate
@@ -62,13 +62,13 @@ def test_existing_output_is_refused_unless_forced(tmp_path, capsys):
 def test_written_under_a_temporary_name_then_renamed(tmp_path, capsys, monkeypatch):
     out = tmp_path / "day.parquet"
     seen = []
-    real_replace = loaders.os.replace
+    real_replace = conversion.os.replace
 
     def replace(src, dst):
         seen.append((src, dst, src.exists(), dst.exists()))
         real_replace(src, dst)
 
-    monkeypatch.setattr(loaders.os, "replace", replace)
+    monkeypatch.setattr(conversion.os, "replace", replace)
     assert run_cli(capsys, "traces", "convert", SPEC, "-o", str(out))[0] == 0
     [(src, dst, src_there, dst_there)] = seen
     assert src.parent == out.parent and src.name.startswith(".") and src != out

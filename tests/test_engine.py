@@ -8,6 +8,7 @@ import pytest
 from conftest import make_trace
 
 from pricing.catalog import M4
+from stratus.app.registry import make_scheduler
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
@@ -22,7 +23,7 @@ def cfg(**kw):
 
 def test_single_task_timeline_and_bill():
     tr = make_trace([(1, 0, 10.0, 500.0, 1.0, 2.0)])
-    res = replay(tr, "task-per-instance", cfg())
+    res = replay(tr, make_scheduler("task-per-instance"), cfg())
     inst = res.instances.iloc[0]
     # arrives at 10, scheduled at the tick at 60, instance ready at 100, done at 600
     assert (inst.requested_s, inst.ready_s, inst.released_s) == (60.0, 100.0, 600.0)
@@ -38,7 +39,7 @@ def test_single_task_timeline_and_bill():
 def test_cheapest_type_that_fits_each_dimension():
     tr = make_trace([(1, 0, 0.0, 60.0, 2.0, 8.0), (2, 0, 0.0, 60.0, 2.1, 1.0),
                      (3, 0, 0.0, 60.0, 0.5, 8.5), (4, 0, 0.0, 60.0, 64.0, 256.0)])
-    res = replay(tr, "task-per-instance", cfg(spinup_s=(0.0, 0.0)))
+    res = replay(tr, make_scheduler("task-per-instance"), cfg(spinup_s=(0.0, 0.0)))
     assert sorted(res.instances.type) == sorted(["m4.large", "m4.xlarge", "m4.xlarge", "m4.16xlarge"])
 
 
@@ -189,7 +190,7 @@ def test_invalid_decisions_raise(bad):
 def test_task_larger_than_every_type_is_refused_with_its_row():
     tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0), (7, 3, 5.0, 10.0, 65.0, 1.0)])
     with pytest.raises(TraceError, match=r"larger than every m4 instance type.* row 1 \(job 7, task 3\)"):
-        replay(tr, "task-per-instance", cfg())
+        replay(tr, make_scheduler("task-per-instance"), cfg())
 
 
 def test_scheduler_that_never_places_is_reported():
@@ -207,7 +208,7 @@ def test_scheduler_that_never_places_is_reported():
 
 def test_idle_time_between_arrivals_is_skipped():
     tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0), (2, 0, 30 * 86400.0, 10.0, 1.0, 1.0)])
-    eng = Engine(tr, __import__("stratus.registry", fromlist=["x"]).make_scheduler("task-per-instance"),
+    eng = Engine(tr, make_scheduler("task-per-instance"),
                  cfg())
     res = eng.run()
     assert res["tasks_completed"] == 2
@@ -217,15 +218,15 @@ def test_idle_time_between_arrivals_is_skipped():
 def test_empty_trace():
     tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0)])
     tr = tr.window(100.0, 200.0)
-    res = replay(tr, "task-per-instance", cfg())
+    res = replay(tr, make_scheduler("task-per-instance"), cfg())
     assert res["tasks"] == 0 and res["total_cost_usd"] == 0.0
 
 
 def test_spinup_is_seeded_and_in_range():
     tr = make_trace([(j, 0, 0.0, 100.0, 1.0, 1.0) for j in range(200)])
-    r1 = replay(tr, "task-per-instance", cfg(spinup_s=(30.0, 160.0), seed=3))
-    r2 = replay(tr, "task-per-instance", cfg(spinup_s=(30.0, 160.0), seed=3))
-    r3 = replay(tr, "task-per-instance", cfg(spinup_s=(30.0, 160.0), seed=4))
+    r1 = replay(tr, make_scheduler("task-per-instance"), cfg(spinup_s=(30.0, 160.0), seed=3))
+    r2 = replay(tr, make_scheduler("task-per-instance"), cfg(spinup_s=(30.0, 160.0), seed=3))
+    r3 = replay(tr, make_scheduler("task-per-instance"), cfg(spinup_s=(30.0, 160.0), seed=4))
     spin = (r1.instances.ready_s - r1.instances.requested_s).to_numpy()
     assert spin.min() >= 30 and spin.max() <= 160 and spin.std() > 20
     assert r1.instances.ready_s.tolist() == r2.instances.ready_s.tolist()
@@ -235,12 +236,16 @@ def test_spinup_is_seeded_and_in_range():
 def test_bad_config_is_refused():
     tr = make_trace([(1, 0, 0.0, 10.0, 1.0, 1.0)])
     with pytest.raises(ConfigError, match="tick"):
-        replay(tr, "task-per-instance", cfg(tick_s=0))
+        replay(tr, make_scheduler("task-per-instance"), cfg(tick_s=0))
     with pytest.raises(ConfigError, match="unknown replay option"):
-        replay(tr, "task-per-instance", cfg(), tikc_s=5)
+        replay(tr, make_scheduler("task-per-instance"), cfg(), tikc_s=5)
     with pytest.raises(ConfigError, match="unknown scheduler"):
-        replay(tr, "nope", cfg())
+        replay(tr, make_scheduler("nope"), cfg())
+    with pytest.raises(ConfigError, match="scheduler object.*make_scheduler"):
+        replay(tr, "task-per-instance", cfg())  # the core resolves no names
+    with pytest.raises(ConfigError, match="Estimator object.*make_estimator"):
+        replay(tr, make_scheduler("task-per-instance"), cfg(estimator="oracle"))
     for bad in ("usage", "usage:0", "usage:1.5", "usage:-1", "usage:nan", "usage:x", "used:0.5", ""):
         with pytest.raises(ConfigError, match="--migration-footprint.*'request' or 'usage:F'"):
-            replay(tr, "task-per-instance", cfg(migration_footprint=bad))
-    assert math.isfinite(replay(tr, "first-fit", cfg())["total_cost_usd"])
+            replay(tr, make_scheduler("task-per-instance"), cfg(migration_footprint=bad))
+    assert math.isfinite(replay(tr, make_scheduler("first-fit"), cfg())["total_cost_usd"])

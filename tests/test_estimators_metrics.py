@@ -6,9 +6,10 @@ from hypothesis import strategies as st
 
 from pricing.catalog import M4
 from pricing.prices import ON_DEMAND, PriceBook, PriceSeries
+from stratus.app.registry import make_estimator, make_scheduler
 from stratus.engine import ReplayConfig, replay
 from stratus.errors import ConfigError
-from stratus.estimators import NoisyEstimator, OracleEstimator, make_estimator, remaining_estimate
+from stratus.estimators import NoisyEstimator, OracleEstimator, remaining_estimate
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
 from stratus.model import Task
 
@@ -86,5 +87,5 @@ def test_lower_bound_follows_price_steps():
 def test_lower_bound_never_exceeds_a_replays_bill(rows):
     tr = make_trace([(i, 0, s, r, c, m) for i, (s, r, c, m) in enumerate(rows)])
     for name in ("task-per-instance", "first-fit"):
-        res = replay(tr, name, ReplayConfig(spinup_s=(0.0, 0.0)))
+        res = replay(tr, make_scheduler(name), ReplayConfig(spinup_s=(0.0, 0.0)))
         assert 0 < res["lower_bound_cost_usd"] <= res["total_cost_usd"] + 1e-9

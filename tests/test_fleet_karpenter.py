@@ -13,10 +13,10 @@ from packers.binpack import Binpack, BinpackIndex
 from pricing.catalog import M4
 from scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
 from scalers.per_task import BestFit, Diversified, LowestPrice, PerTaskScaler
+from stratus.app.registry import get_spec, make_estimator, make_scheduler
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.model import READY, Instance, Task
-from stratus.registry import get_spec, make_scheduler
 from stratus.resources import fits, to_units
 from stratus.view import ClusterView
 
@@ -247,7 +247,8 @@ def test_karpenter_never_reads_a_runtime_estimate(jobs):
     rows = [(j, 0, 60.0 * s, rt, c, m) for j, (s, c, m, rt) in enumerate(jobs)]
     trace = make_trace(rows)
     runs = [Engine(trace, make_scheduler("karpenter"),
-                   ReplayConfig(seed=3, estimator=est, spinup_s=(30.0, 160.0))).run()
+                   ReplayConfig(seed=3, estimator=make_estimator(est, 3),
+                                spinup_s=(30.0, 160.0))).run()
             for est in ("oracle", "noisy:100")]
     a, b = (comparable(r) for r in runs)
     assert a[0].pop("estimator") == "oracle" and b[0].pop("estimator") == "noisy:100"

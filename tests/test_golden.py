@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from stratus.cli import main
+from stratus.app.cli import main
 
 GOLDEN = {
     "synthetic:google?scale=0.05": {
@@ -19,6 +19,11 @@ GOLDEN = {
         "stratus": (400.36, 1569, 2408),
         "stratus-noclear": (469.43, 1267, 0),
         "stratus-oracle": (344.12, 1947, 871),
+        "hotspot": (632.05, 21915, 188),
+        "scloud": (425.99, 2519, 0),
+        "scloud+pack": (539.52, 1076, 0),
+        "scloud+pack+scale": (399.4, 1326, 0),
+        "scloud+pack+scale+clear": (350.37, 1897, 1384),
         "fleet": (588.78, 12171, 0),
         "fleet-mem": (587.76, 12219, 0),
         "fleet-diversified": (453.43, 1265, 0),
@@ -31,6 +36,11 @@ GOLDEN = {
         "stratus": (559.75, 895, 2741),
         "stratus-noclear": (688.0, 435, 0),
         "stratus-oracle": (488.69, 1207, 770),
+        "hotspot": (634.67, 17154, 221),
+        "scloud": (661.88, 2222, 0),
+        "scloud+pack": (798.98, 321, 0),
+        "scloud+pack+scale": (586.65, 664, 0),
+        "scloud+pack+scale+clear": (518.27, 1151, 1165),
         "fleet": (617.53, 7451, 0),
         "fleet-mem": (623.79, 7289, 0),
         "fleet-diversified": (622.14, 509, 0),

@@ -14,10 +14,10 @@ from invariants import check_invariants
 
 from pricing.catalog import M4
 from pricing.prices import PriceBook, PriceSeries
-from stratus.cli import main
+from stratus.app.cli import main
+from stratus.app.registry import make_estimator, make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig, replay
 from stratus.errors import StratusError
-from stratus.registry import make_scheduler, scheduler_names
 
 
 def spot_book(overrides: dict[str, PriceSeries]) -> PriceBook:
@@ -32,7 +32,7 @@ def test_two_step_spot_trace_is_billed_to_the_cent():
     # Spot is $1.00/h until t=1800, then $0.80/h: 0.5 h x 1.00 + 0.5 h x 0.80 = $0.90
     book = spot_book({"m4.16xlarge": PriceSeries([0.0, 1800.0], [1.00, 0.80])})
     tr = make_trace([(1, 0, 0.0, 3500.0, 64.0, 200.0)])
-    res = replay(tr, "task-per-instance", ReplayConfig(prices=book, spinup_s=(100.0, 100.0)))
+    res = replay(tr, make_scheduler("task-per-instance"), ReplayConfig(prices=book, spinup_s=(100.0, 100.0)))
     assert res["instances_acquired"] == 1 and res["cost_by_market"] == {"spot": pytest.approx(0.90)}
     assert round(res["total_cost_usd"], 2) == 0.90
     assert res["total_cost_usd"] == pytest.approx(0.90, abs=1e-9)
@@ -43,7 +43,7 @@ def test_spike_above_the_bid_revokes_and_the_task_finishes_elsewhere():
     # m4.large spot 0.03 spikes to 0.50 (> its 0.10 on-demand bid) at t=600 for 10 min
     book = spot_book({"m4.large": PriceSeries([0.0, 600.0, 1200.0], [0.03, 0.50, 0.03])})
     tr = make_trace([(1, 0, 0.0, 3000.0, 1.0, 2.0)])
-    res = replay(tr, "task-per-instance",
+    res = replay(tr, make_scheduler("task-per-instance"),
                  ReplayConfig(prices=book, spinup_s=(100.0, 100.0), record=True))
     assert res["revocations"] == 1 and res["tasks_revoked"] == 1
     first, second = res.instances.sort_values("requested_s").itertuples()
@@ -78,13 +78,13 @@ def test_acquiring_while_above_the_bid_is_revoked_two_minutes_later():
         replay(tr, Stubborn(), ReplayConfig(prices=book, max_idle_ticks=30))
     # the registered policies do not bid below the price: they wait, and say so
     with pytest.raises(StratusError, match="no task finished"):
-        replay(tr, "task-per-instance", ReplayConfig(prices=book, max_idle_ticks=30))
+        replay(tr, make_scheduler("task-per-instance"), ReplayConfig(prices=book, max_idle_ticks=30))
 
 
 def test_on_demand_market_has_no_revocations_and_costs_more():
     tr = make_trace([(j, 0, 60.0 * j, 900.0, 2.0, 4.0) for j in range(20)])
-    spot = replay(tr, "first-fit", ReplayConfig(market="spot"))
-    od = replay(tr, "first-fit", ReplayConfig(market="on-demand"))
+    spot = replay(tr, make_scheduler("first-fit"), ReplayConfig(market="spot"))
+    od = replay(tr, make_scheduler("first-fit"), ReplayConfig(market="on-demand"))
     assert spot["cost_by_market"].keys() == {"spot"} and od["cost_by_market"].keys() == {"on-demand"}
     assert spot["total_cost_usd"] < 0.5 * od["total_cost_usd"]  # spot ~75% below on-demand
 
@@ -120,7 +120,7 @@ def small_workloads(draw):
 def test_invariants_hold_through_spikes_and_revocations(name, trace, book, seed):
     sched = ChaosScheduler(seed) if name == "chaos" else make_scheduler(name)
     res = Engine(trace, sched, ReplayConfig(prices=book, seed=seed, record=True,
-                                            estimator="noisy:0.3", max_idle_ticks=2000)).run()
+                                            estimator=make_estimator("noisy:0.3"), max_idle_ticks=2000)).run()
     check_invariants(trace, res)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from pricing.catalog import M4
+from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
 from stratus.engine import ReplayConfig, replay
-from stratus.registry import get_spec, scheduler_names
 from traces.describe import describe
 from traces.loaders import load_file
 from traces.schema import oversized_mask
@@ -100,8 +100,8 @@ def test_a_window_keeps_whole_jobs_only(whole, windowed):
 
 @pytest.mark.parametrize("name", scheduler_names())
 def test_every_scheduler_replays_the_real_window_on_spot(windowed, name):
-    cfg = ReplayConfig(seed=1, estimator=get_spec(name).estimator or "oracle")
-    s = replay(windowed, name, cfg).summary
+    cfg = ReplayConfig(seed=1, estimator=make_estimator(get_spec(name).estimator or "oracle"))
+    s = replay(windowed, make_scheduler(name), cfg).summary
     assert s["market"] == "spot"
     assert s["tasks_completed"] == s["tasks"] == len(windowed)
     assert s["total_cost_usd"] >= s["lower_bound_cost_usd"] > 0

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from stratus.cli import main
+from stratus.app.cli import main
+from stratus.app.registry import SCHEDULERS, SchedulerSpec, scheduler_names
 from stratus.errors import ConfigError, DecisionError
-from stratus.registry import SCHEDULERS, SchedulerSpec, scheduler_names
 from traces.spec import warmup_hours
 
 SMALL = ["--trace", "synthetic:google?scale=0.05", "--hours", "2", "--seed", "1"]

@@ -11,11 +11,11 @@ from invariants import check_invariants
 from packers.binning import BinIndex, RuntimeBinPacker, availability, bin_of
 from pricing.catalog import M4, Catalog, InstanceType
 from scalers.cost_efficiency import CostEfficiencyScaler, best_group, normalized_used_constraining
+from stratus.app.registry import make_estimator, make_scheduler
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.estimators import Estimator
 from stratus.model import READY, Instance, Task
-from stratus.registry import make_scheduler
 from stratus.resources import to_units
 
 
@@ -260,7 +260,7 @@ def clearing_workloads(draw):
        st.integers(0, 100))
 def test_clearing_is_all_or_none_and_invariants_hold(trace, estimator, seed):
     rec = Recorder(make_scheduler("stratus"))
-    res = Engine(trace, rec, ReplayConfig(seed=seed, estimator=estimator, record=True,
+    res = Engine(trace, rec, ReplayConfig(seed=seed, estimator=make_estimator(estimator, seed), record=True,
                                           spinup_s=(30.0, 160.0))).run()
     check_invariants(trace, res)
     for held, moved in rec.checks:
@@ -296,7 +296,7 @@ def test_stratus_registry_names_and_stats():
         s = make_scheduler(name)
         assert s.name == name and isinstance(s.packer, RuntimeBinPacker)
         assert (s.migrator is not None) == clearing
-    from stratus.registry import get_spec
+    from stratus.app.registry import get_spec
 
     assert get_spec("stratus").estimator == "history"
     assert get_spec("stratus-oracle").estimator == "oracle"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from scalers.task_per_instance import CheapestPerTask
+from stratus.app.schedulers import register
 from stratus.compose import ComposedScheduler
-from stratus.registry import register
 
 
 @register("task-per-instance",
@@ -46,6 +46,64 @@ def stratus_noclear() -> ComposedScheduler:
 @register("stratus-oracle", "Stratus with perfect runtime knowledge (§5.4.1)", estimator="oracle")
 def stratus_oracle() -> ComposedScheduler:
     return _stratus("stratus-oracle", clearing=True)
+
+
+# --- HSpot, SCloud and the Fig. 6 ablation chain (Stratus §4.3, §5.2) -------------------------
+HOTSPOT_BID_FACTOR = 10.0  # HSpot bids above on-demand (§4.1): EC2's cap, 10x (decisions.md)
+
+
+@register("hotspot", "HSpot (§4.3): each task on its own cheapest-fitting instance, hopping to a "
+          "type that became cheaper when it pays; bids 10x on-demand; perfect runtimes",
+          estimator="oracle")
+def hotspot() -> ComposedScheduler:
+    from scalers.hotspot_migration import PriceHopping
+
+    return ComposedScheduler("hotspot", scaler=CheapestPerTask(bid_factor=HOTSPOT_BID_FACTOR),
+                             migrator=PriceHopping(bid_factor=HOTSPOT_BID_FACTOR))
+
+
+def _scloud(name: str, pack: bool = False, scale: bool = False,
+            clear: bool = False) -> ComposedScheduler:
+    """SCloud (§4.3) and the §5.2 steps from it towards Stratus (Fig. 6)."""
+    from packers.dot_product import DotProductPacker
+    from scalers.chain import MigratorChain
+    from scalers.clearing import InstanceClearing
+    from scalers.cost_efficiency import CostEfficiencyScaler
+    from scalers.hotspot_migration import PriceHopping
+    from scalers.scloud import GreedyConstrainedScaler
+
+    packer = DotProductPacker() if pack else None
+    scaler = CostEfficiencyScaler() if scale else GreedyConstrainedScaler()
+    migrator = PriceHopping(packer=packer, unit="capacity")
+    if clear:
+        migrator = MigratorChain(migrator, InstanceClearing(packer))
+    return ComposedScheduler(name, scaler=scaler, packer=packer, migrator=migrator)
+
+
+@register("scloud", "SCloud (§4.3): SuperCloud-Spot's greedy packing of pending tasks on new "
+          "instances (most-constrained resource, large types), HSpot hopping; perfect runtimes",
+          estimator="oracle")
+def scloud() -> ComposedScheduler:
+    return _scloud("scloud")
+
+
+@register("scloud+pack", "SCloud + online dot-product vector packing onto running instances "
+          "(§5.2, Fig. 6)", estimator="oracle")
+def scloud_pack() -> ComposedScheduler:
+    return _scloud("scloud+pack", pack=True)
+
+
+@register("scloud+pack+scale", "SCloud + dot-product packing + Stratus's cost-efficiency "
+          "scale-out (§5.2, Fig. 6)", estimator="oracle")
+def scloud_pack_scale() -> ComposedScheduler:
+    return _scloud("scloud+pack+scale", pack=True, scale=True)
+
+
+@register("scloud+pack+scale+clear", "SCloud + dot-product packing + cost-efficiency scale-out "
+          "+ instance clearing without runtime binning, perfect runtimes (§5.2, Fig. 6)",
+          estimator="oracle")
+def scloud_pack_scale_clear() -> ComposedScheduler:
+    return _scloud("scloud+pack+scale+clear", pack=True, scale=True, clear=True)
 
 
 # --- Spot Fleet + ECS (§4.3), Karpenter, Stratus best-fit scale-out (§5.1) -----------------

@@ -8,8 +8,8 @@ import signal
 import sys
 from collections.abc import Callable
 
+from stratus.app.schedulers import SchedulerSpec
 from stratus.errors import ConfigError, StratusError
-from stratus.registry import SchedulerSpec
 
 
 def spinup_range(text: str) -> tuple[float, float]:
@@ -26,7 +26,7 @@ def estimator_name(args, spec: SchedulerSpec) -> str:
 
 
 def learns_online(args, spec: SchedulerSpec) -> bool:
-    from stratus.estimators import make_estimator
+    from stratus.app.registry import make_estimator
 
     return make_estimator(estimator_name(args, spec), args.seed).learns_online
 
@@ -37,8 +37,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     ``history()`` gives the warm-up trace (or None), ``warmup_h`` hours of it; it is called
     only for an estimator that learns, so a replay that needs none never loads it."""
     from pricing.catalog import get_catalog
+    from stratus.app.registry import make_estimator
     from stratus.engine import Engine, ReplayConfig
-    from stratus.estimators import make_estimator
     from stratus.markets import configure_market
     from stratus.progress import ProgressBar
 
@@ -79,10 +79,21 @@ def _init_worker(args, trace, hist, warmup_h) -> None:
     _W.update(args=args, trace=trace, hist=hist, warmup_h=warmup_h)
 
 
-def _work(spec: SchedulerSpec) -> dict:
+def with_estimator(args, estimator: str | None):
+    """``args`` with ``--estimator`` set to ``estimator`` (None: ``args`` as they are)."""
+    if estimator is None:
+        return args
+    import argparse
+
+    return argparse.Namespace(**{**vars(args), "estimator": estimator})
+
+
+def _work(cell: tuple[SchedulerSpec, str | None]) -> dict:
     # the spec itself, not its name: a scheduler registered at run time is in this
     # process's registry only; its factory travels by reference (module and name)
-    return replay_one(_W["args"], _W["trace"], spec, lambda: _W["hist"], _W["warmup_h"]).summary
+    spec, estimator = cell
+    return replay_one(with_estimator(_W["args"], estimator), _W["trace"], spec,
+                      lambda: _W["hist"], _W["warmup_h"]).summary
 
 
 def _sendable(spec: SchedulerSpec) -> SchedulerSpec:
@@ -109,27 +120,34 @@ def _stop(ex) -> None:
 
 def run_schedulers(args, trace, specs: list[SchedulerSpec], history: Callable[[], object],
                    warmup_h: float | None, jobs: int,
-                   on_done: Callable[[str, dict], None] | None = None) -> list[dict]:
+                   on_done: Callable[[str, dict], None] | None = None,
+                   estimators: list[str | None] | None = None) -> list[dict]:
     """Summaries of ``trace`` replayed under each of ``specs``, in that order. ``jobs`` > 1
     replays them in that many worker processes (spawned: nothing of this process's state
     leaks in), without progress bars, calling ``on_done`` as each finishes; the numbers are
-    those of a serial run except ``wall_seconds``."""
+    those of a serial run except ``wall_seconds``. ``estimators`` (one per spec, None: as
+    ``args`` say) overrides ``--estimator`` run by run."""
+    estimators = list(estimators) if estimators is not None else [None] * len(specs)
+    if len(estimators) != len(specs):
+        raise ValueError("run_schedulers: one estimator (or None) per scheduler")
     jobs = min(jobs, len(specs))
     if jobs <= 1:
-        return [replay_one(args, trace, s, history, warmup_h,
-                           progress=not args.no_progress).summary for s in specs]
+        return [replay_one(with_estimator(args, est), trace, s, history, warmup_h,
+                           progress=not args.no_progress).summary
+                for s, est in zip(specs, estimators)]
 
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     specs = [_sendable(s) for s in specs]
-    hist = history() if any(learns_online(args, s) for s in specs) else None
+    hist = history() if any(learns_online(with_estimator(args, est), s)
+                            for s, est in zip(specs, estimators)) else None
     ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
                              initializer=_init_worker, initargs=(args, trace, hist, warmup_h))
     results: list[dict | None] = [None] * len(specs)
     try:
-        futures = {ex.submit(_work, s): i for i, s in enumerate(specs)}
+        futures = {ex.submit(_work, cell): i for i, cell in enumerate(zip(specs, estimators))}
         for fut in as_completed(futures):
             i = futures[fut]
             try:

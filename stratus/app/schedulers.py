@@ -1,4 +1,6 @@
-"""Named schedulers: every composition a user can ask for by name."""
+"""The table of named schedulers and the decorator that fills it. Compositions (the
+built-in ones and a plug-in's) import ``register`` from here; ``stratus.app.registry``
+loads them and answers lookups."""
 
 from __future__ import annotations
 
@@ -29,26 +31,3 @@ def register(name: str, description: str, estimator: str | None = None):
         return factory
 
     return deco
-
-
-def _load_builtins() -> None:
-    if SCHEDULERS:
-        return
-    import stratus.builtin  # noqa: F401  (registers on import)
-
-
-def scheduler_names() -> list[str]:
-    _load_builtins()
-    return list(SCHEDULERS)
-
-
-def get_spec(name: str) -> SchedulerSpec:
-    _load_builtins()
-    try:
-        return SCHEDULERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}") from None
-
-
-def make_scheduler(name: str):
-    return get_spec(name).factory()

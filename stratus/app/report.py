@@ -55,12 +55,41 @@ def summary_table(s: dict) -> str:
 
 
 def comparison_table(summaries: Sequence[dict]) -> str:
-    base = summaries[0]["total_cost_usd"] if summaries else None
+    """One row per scheduler: cost, cost over the most expensive (Stratus Fig. 4) and over
+    the lower bound, constraining utilization (Fig. 5), latency (Table 2)."""
     rows = []
     for s in summaries:
-        rel = s["total_cost_usd"] / base if base else None
-        rows.append((s["scheduler"], s["total_cost_usd"], rel, s["lower_bound_cost_usd"],
-                     s["utilization"]["constraining"], s["latency"]["p50"], s["latency"]["p95"],
-                     s["instances_acquired"], s["migrations"], s["wall_seconds"]))
-    return table(("scheduler", "cost $", "vs first", "bound $", "util", "lat p50", "lat p95",
+        rows.append((s["scheduler"], s["total_cost_usd"], s.get("normalized_cost"),
+                     s.get("cost_over_bound"), s["utilization"]["constraining"],
+                     s["latency"]["p50"], s["latency"]["p95"], s["instances_acquired"],
+                     s["migrations"], s["wall_seconds"]))
+    return table(("scheduler", "cost $", "normalized", "/ bound", "util", "lat p50", "lat p95",
                   "instances", "migrations", "wall s"), rows)
+
+
+def _ms(d: dict | None) -> str:
+    """mean ± std of a spread (stratus.app.comparison.spread)."""
+    if not d:
+        return "-"
+    fmt = ",.1f" if abs(d["mean"]) >= 1000 else ".3f"
+    return f"{d['mean']:{fmt}} ± {d['std']:{fmt}}"
+
+
+def slices_table(aggregates: Sequence[dict]) -> str:
+    """A multi-slice comparison: mean ± standard deviation over the slices."""
+    rows = [(a["scheduler"], a["slices"], _ms(a["total_cost_usd"]), _ms(a["normalized_cost"]),
+             _ms(a["cost_over_bound"]), _ms(a["utilization_constraining"]),
+             _ms(a["latency_p50"]), _ms(a["latency_p95"])) for a in aggregates]
+    return table(("scheduler", "slices", "cost $", "normalized", "/ bound", "util", "lat p50",
+                  "lat p95"), rows)
+
+
+def sensitivity_table(doc: dict) -> str:
+    """Stratus Fig. 8: cost, instances acquired and cleared against the error factor h."""
+    ratio = {(r["h"], r["scheduler"]): r["cost_ratio"] for r in doc["relative"]}
+    rows = [(p["h"], p["scheduler"], _ms(p["total_cost_usd"]), p.get("cost_over_h1"),
+             ratio.get((p["h"], p["scheduler"])), _ms(p["instances_acquired"]),
+             _ms(p["instances_cleared"]), _ms(p["latency_p95"])) for p in doc["points"]]
+    ref = doc["schedulers"][0] if doc["schedulers"] else "-"
+    return table(("h", "scheduler", "cost $", "/ cost at h=1", f"/ {ref}", "acquired",
+                  "cleared", "lat p95"), rows, align_left=2)

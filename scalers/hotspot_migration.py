@@ -1,0 +1,241 @@
+"""HotSpot's migration ("server hopping", Shastri & Irwin, SoCC'17), as Stratus §4.3
+re-implements it for HSpot and SCloud.
+
+A running instance's tasks hop together to a new instance of a *different type that is now
+cheaper* and holds them all, when the saving over their remaining runtime exceeds the cost
+of moving. HSpot runs one task per instance, so this is HotSpot's per-task rule; SCloud
+packs several tasks on an instance and moves them all or none (docs/decisions.md).
+
+Cost-benefit (per-second billing, Stratus §4.1), for an instance of price ``p_old`` whose
+longest task has ``R`` seconds left, a target type of price ``p_new``, an expected spin-up
+``s`` (the mean of the engine's uniform range) and a transfer time ``m`` (the longest of the
+tasks' memory at the engine's migration rate, transfers run in parallel):
+
+* stay: ``p_old * R``;
+* hop: the tasks keep running on the old instance while the new one boots (``s``), then
+  both are paid during the transfer (``m``), then the new one alone for ``R - s``:
+  ``p_old * (s + m) + p_new * (s + m + R - s)``.
+
+It hops when ``(p_old - p_new) * (R - s) > p_old * m + p_new * (s + m)``. Remaining
+runtimes come from the view's estimator: HSpot and SCloud are registered with perfect
+runtime knowledge (``estimator="oracle"``, §4.3), which is what makes this exact.
+
+Cost: instances are grouped by (type, market, the set of catalog types their current load
+fits); a group is examined only when some type of its set is cheaper than its own type at
+the current prices, so a tick with no such price ordering costs one pass over the groups.
+Load changes are found by comparing every tracked instance's free capacity with the one
+seen last tick, in C (as packers/free_index.py does).
+"""
+
+from __future__ import annotations
+
+from itertools import compress, count
+from operator import attrgetter, ne
+
+from scalers.task_per_instance import acquirable, bid_for
+from stratus.compose import Plan
+from stratus.model import READY, RELEASED, RUNNING, Instance
+from stratus.view import ClusterView
+
+_free = attrgetter("free")
+
+
+class _Gone:
+    """Stands in a dead slot (its free capacity never equals a real one)."""
+
+    __slots__ = ()
+    free = None
+    state = RELEASED
+
+
+_GONE = _Gone()
+
+
+def hop_gain(p_old: float, p_new: float, remaining: float, spinup: float, transfer: float) -> float:
+    """Dollars-per-hour x seconds saved by hopping (positive: hop pays), see module doc."""
+    return (p_old - p_new) * (remaining - spinup) - p_old * transfer - p_new * (spinup + transfer)
+
+
+class PriceHopping:
+    """Migrator: HotSpot's price-driven hopping with its cost-benefit check (Stratus §4.3).
+
+    ``unit``: what a target type must hold. "load": the tasks now on the instance (HSpot:
+    one task, so HotSpot's own rule). "capacity": the whole instance, so only a price
+    change can make a target cheaper and an instance never shrinks to its load (SCloud,
+    whose holes stay "unfilled until all tasks on the VM complete", §5.1; decisions.md).
+    ``bid_factor``: bid for the new instances at that multiple of on-demand (HSpot bids
+    above on-demand, §4.1); None bids on-demand. ``packer``: a packer whose ``blacklist``
+    (or ``exclude``) keeps new tasks off an instance being vacated."""
+
+    name = "hotspot-migration"
+
+    def __init__(self, bid_factor: float | None = None, packer=None,
+                 unit: str = "load") -> None:
+        if unit not in ("load", "capacity"):
+            raise ValueError(f"unit must be 'load' or 'capacity', got {unit!r}")
+        self.bid_factor = bid_factor
+        self.unit = unit
+        self.packer = packer
+        self._own_blacklist: set[int] = set()
+        self.hops = 0
+        self.tasks_hopped = 0
+        self._view: ClusterView | None = None
+        self._reset()
+
+    def stats(self) -> dict:
+        return {"hops": self.hops, "tasks_hopped": self.tasks_hopped}
+
+    # --- tracking instances by (type, market, fitting types) ---------------------------------
+    def _reset(self) -> None:
+        self._insts: list = []  # slot -> instance (or _GONE)
+        self._seen: list = []  # slot -> free capacity when last grouped
+        self._key: list = []  # slot -> group key
+        self._slot: dict[int, int] = {}
+        self._groups: dict[tuple, dict[int, Instance]] = {}
+        self._last_iid = -1
+        self._live = 0
+
+    def _fit_key(self, inst: Instance, caps) -> tuple:
+        if self.unit == "capacity":  # the instance hops as a whole, holes included
+            used = inst.itype.capacity
+        else:
+            used = [c - f for c, f in zip(inst.itype.capacity, inst.free)]
+        mask = 0
+        for i, cap in enumerate(caps):
+            for u, c in zip(used, cap):
+                if u > c:
+                    break
+            else:
+                mask |= 1 << i
+        return (inst.itype.name, inst.market, mask)
+
+    def _group(self, s: int, inst: Instance, caps) -> None:
+        old = self._key[s]
+        key = self._fit_key(inst, caps)
+        if key != old:
+            if old is not None:
+                del self._groups[old][inst.iid]
+            self._groups.setdefault(key, {})[inst.iid] = inst
+            self._key[s] = key
+        self._seen[s] = inst.free
+
+    def _drop(self, s: int) -> None:
+        inst = self._insts[s]
+        del self._groups[self._key[s]][inst.iid]
+        del self._slot[inst.iid]
+        self._insts[s] = _GONE
+        self._seen[s] = None
+        self._key[s] = None
+        self._live -= 1
+
+    def _add(self, inst: Instance, caps) -> None:
+        s = len(self._insts)
+        self._insts.append(inst)
+        self._seen.append(None)
+        self._key.append(None)
+        self._slot[inst.iid] = s
+        self._live += 1
+        self._last_iid = inst.iid
+        self._group(s, inst, caps)
+
+    def _sync(self, view: ClusterView) -> None:
+        caps = [t.capacity for t in view.catalog]
+        if view is not self._view:  # another replay: start afresh
+            self._view = view
+            self._reset()
+        insts = self._insts
+        for s in list(compress(count(), map(ne, map(_free, insts), self._seen))):
+            inst = insts[s]
+            if inst is _GONE:
+                continue
+            if inst.state == RELEASED:
+                self._drop(s)
+            else:
+                self._group(s, inst, caps)
+        instances = view.instances
+        new = []
+        for inst in reversed(instances):  # new instances are at the end (ids only grow)
+            if inst.iid <= self._last_iid:
+                break
+            new.append(inst)
+        for inst in reversed(new):
+            self._add(inst, caps)
+        if self._live != len(instances):
+            # a release that left the free capacity as it was (e.g. an idle kept instance)
+            for s, inst in enumerate(insts):
+                if inst is not _GONE and inst.state == RELEASED:
+                    self._drop(s)
+        if len(insts) > 256 and 4 * self._live < len(insts):  # mostly dead slots: compact
+            keep = [(i, f, k) for i, f, k in zip(insts, self._seen, self._key) if i is not _GONE]
+            self._insts = [i for i, _, _ in keep]
+            self._seen = [f for _, f, _ in keep]
+            self._key = [k for _, _, k in keep]
+            self._slot = {i.iid: s for s, i in enumerate(self._insts)}
+
+    # --- the policy ------------------------------------------------------------------------------
+    def _blacklist(self) -> set[int]:
+        bl = getattr(self.packer, "blacklist", None)
+        return bl if bl is not None else self._own_blacklist
+
+    def _vacate(self, iid: int) -> None:
+        exclude = getattr(self.packer, "exclude", None)
+        if exclude is not None:
+            exclude(iid)
+        else:
+            self._blacklist().add(iid)
+
+    def migrate(self, view: ClusterView, plan: Plan) -> None:
+        self._sync(view)
+        bl = self._own_blacklist
+        if bl:
+            bl -= {i for i in bl if i not in self._slot}
+        blacklist = self._blacklist()
+        catalog = list(view.catalog)
+        ok = acquirable(view, self.bid_factor)
+        okset = {t.name for t in ok}
+        price = {t.name: view.price(t) for t in ok}
+        lo, hi = view.spinup_s
+        spin = (lo + hi) / 2
+        planned: set[int] | None = None
+        for (tname, market, mask), members in self._groups.items():
+            if not members:
+                continue
+            target, p_new = None, 0.0
+            for i, t in enumerate(catalog):  # the cheapest acquirable type the load fits
+                if mask >> i & 1 and t.name in okset and (target is None or price[t.name] < p_new):
+                    target, p_new = t, price[t.name]
+            if target is None or target.name == tname:
+                continue
+            p_old = view.price(tname, market)
+            if p_new >= p_old:
+                continue  # nothing here can get cheaper: the common case, one test per group
+            if planned is None:
+                dec = plan.decisions
+                planned = {m.task.tid for m in dec.migrations}
+                for a in dec.acquisitions:
+                    planned.update(t.tid for t in a.migrate)
+            for iid, inst in list(members.items()):
+                if inst.state != READY or iid in blacklist:
+                    continue
+                if plan.free(inst) != inst.free:
+                    continue  # this tick's plan put something on it: all or none
+                tasks = list(inst.tasks.values())
+                if not tasks or not self._movable(view, inst, tasks, planned):
+                    continue
+                rem = view.instance_remaining(inst)
+                move = max(view.migration_seconds(t) for t in tasks)
+                if hop_gain(p_old, p_new, rem, spin, move) <= 0:
+                    continue
+                plan.acquire(target, migrate=tasks, bid=bid_for(view, target, self.bid_factor))
+                planned.update(t.tid for t in tasks)
+                self._vacate(iid)
+                self.hops += 1
+                self.tasks_hopped += len(tasks)
+
+    @staticmethod
+    def _movable(view: ClusterView, inst: Instance, tasks, planned: set[int]) -> bool:
+        for t in tasks:  # every task running here, none moving (all or none)
+            if (view.location(t) is not inst or view.state(t) != RUNNING
+                    or view.is_migrating(t) or t.tid in planned):
+                return False
+        return True

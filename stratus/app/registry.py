@@ -1,0 +1,109 @@
+"""Names a user can ask for: schedulers (compositions of parts) and runtime estimators.
+
+The core takes objects; names are resolved here, in the application layer. The built-in
+compositions are in ``stratus.app.builtin``. Another installed package adds schedulers
+through the ``stratus.schedulers`` entry-point group: each entry point names a module whose
+import registers its schedulers with ``stratus.app.schedulers.register``, or a function
+that does so when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stratus.app.schedulers import SCHEDULERS, SchedulerSpec, register
+from stratus.errors import ConfigError
+from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator
+
+ENTRY_POINT_GROUP = "stratus.schedulers"
+__all__ = ["ENTRY_POINT_GROUP", "SCHEDULERS", "SchedulerSpec", "get_spec", "make_estimator",
+           "make_scheduler", "register", "register_estimator", "scheduler_names"]
+
+
+_loaded = False
+
+
+def _entry_points() -> list:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _load() -> None:
+    """The built-in compositions, then every installed plug-in (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True  # first: a plug-in may look names up while it registers
+    import stratus.app.builtin  # noqa: F401  (registers on import)
+
+    for ep in _entry_points():
+        try:
+            obj = ep.load()
+            if callable(obj):
+                obj()
+        except ConfigError:
+            raise
+        except Exception as exc:  # a broken plug-in is named, not a traceback
+            raise ConfigError(f"scheduler plug-in {ep.name!r} ({ep.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from None
+
+
+def scheduler_names() -> list[str]:
+    _load()
+    return list(SCHEDULERS)
+
+
+def get_spec(name: str) -> SchedulerSpec:
+    _load()
+    try:
+        return SCHEDULERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}") from None
+
+
+def make_scheduler(name: str):
+    return get_spec(name).factory()
+
+
+# --- runtime estimators -------------------------------------------------------------------
+def _history(arg: str | None, seed: int) -> Estimator:
+    from stratus.history import HistoryEstimator
+
+    if arg:
+        raise ConfigError(f"history estimator takes no argument, got {arg!r}")
+    return HistoryEstimator()
+
+
+def _parse_h(arg: str | None) -> float:
+    if arg is None:
+        raise ConfigError("noisy estimator needs a factor, e.g. --estimator noisy:0.5")
+    try:
+        return float(arg)
+    except ValueError:
+        raise ConfigError(f"noisy estimator: h must be a number, got {arg!r}") from None
+
+
+ESTIMATORS: dict[str, Callable[[str | None, int], Estimator]] = {
+    "oracle": lambda arg, seed: OracleEstimator(),
+    "noisy": lambda arg, seed: NoisyEstimator(_parse_h(arg), seed),
+    "history": _history,
+}
+
+
+def register_estimator(name: str, factory: Callable[[str | None, int], Estimator]) -> None:
+    ESTIMATORS[name] = factory
+
+
+def make_estimator(spec: str | Estimator, seed: int = 0) -> Estimator:
+    """``oracle``, ``noisy:H``, ``history`` or another registered name (``name[:arg]``)."""
+    if isinstance(spec, Estimator):
+        return spec
+    if not isinstance(spec, str):
+        raise ConfigError(f"an estimator is a name or an Estimator instance, got {spec!r}")
+    name, _, arg = spec.partition(":")
+    try:
+        factory = ESTIMATORS[name]
+    except KeyError:
+        raise ConfigError(f"unknown estimator {spec!r}; known: {', '.join(sorted(ESTIMATORS))}") from None
+    return factory(arg or None, seed)

@@ -1,0 +1,259 @@
+"""``stratus waiting simulate``: a trace through a reserved pool under a waiting policy,
+with the overflow billed in the papers' cloud model (000 §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pricing.catalog import get_catalog
+from stratus.errors import ConfigError
+from stratus.waiting.bill import pool_prices, smallest_vm_costs
+from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
+
+MISPREDICTION_SEED = 0x3A17
+
+
+def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_under: float,
+                   seed: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(short, over, under) per job, seeded (000 §4.1.1, §4.2.1). LJW: f_over of the short
+    jobs are believed long, f_under of the long ones short. SWW and compound: disjoint
+    shares f_over and f_under of all jobs over- and under-predict their wait."""
+    if not (0 <= f_over <= 1 and 0 <= f_under <= 1 and f_over + f_under <= 1):
+        raise ConfigError(f"--f-over and --f-under are fractions with a sum ≤ 1, got "
+                          f"{f_over} and {f_under}")
+    n = len(runtime)
+    u = np.random.default_rng([seed, MISPREDICTION_SEED]).random(n)
+    short = over = under = None
+    if policy in ("ljw", "compound"):
+        true_short = runtime < t
+        short = np.where(true_short, u >= f_over, u < f_under)
+    if policy in ("sww", "compound"):
+        v = np.random.default_rng([seed, MISPREDICTION_SEED, 1]).random(n)
+        over = v < f_over
+        under = (v >= f_over) & (v < f_over + f_under)
+    return short, over, under
+
+
+def cloud_trace(trace, order: np.ndarray, run) -> object:
+    """The rows that left for the cloud, submitted when they left (000 §5 composed with a
+    virtual cluster: the VC sees exactly the stream the pool let go, at those times)."""
+    from traces.schema import Trace
+
+    f = trace.frame.iloc[order]
+    gone = run.cloud
+    sub = f[gone].copy()
+    sub["submit_s"] = run.start[gone]
+    sub = sub.sort_values(["submit_s", "job_id", "task_id"], kind="stable").reset_index(drop=True)
+    return Trace(sub, name=f"{trace.name} (cloud overflow)",
+                 meta={"params": {"hours": trace.meta.get("params", {}).get("hours")}})
+
+
+def replay_overflow(trace, order, run, args, history) -> dict:
+    """The overflow through a registered VC scheduler (``--cloud NAME``) on ``--market``."""
+    import argparse
+
+    from stratus.app.registry import get_spec
+    from stratus.app.runs import replay_one
+    from traces.schema import fit_to_catalog
+
+    spec = get_spec(args.cloud)
+    sub = cloud_trace(trace, order, run)
+    if len(sub) == 0:
+        return {"total_cost_usd": 0.0, "scheduler": spec.name, "tasks": 0}
+    opts = argparse.Namespace(tick=60.0, spinup="30,160", migration_mbps=160.0,
+                              migration_footprint="request", seed=args.seed,
+                              catalog=args.cloud_catalog, market=args.market, spot_prices=None,
+                              spot_zone=None, spot_start=0.0, estimator=None,
+                              no_progress=True)
+    sub = fit_to_catalog(sub, get_catalog(args.cloud_catalog), drop=False)
+    return replay_one(opts, sub, spec, history, None).summary
+
+
+def _round(v):
+    return None if v is None else round(v, 6)
+
+
+def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
+    """003 §3.2: simulate the training jobs under the policy with the oracle, record the
+    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit."""
+    from stratus.waiting.ml import WaitModel
+    from stratus.waiting.pool import STATE_FEATURES
+
+    xs: list[list[float]] = []
+    ys: list[float] = []
+
+    def observe(j, x, oracle):
+        xs.append(x)
+        ys.append(min(oracle, 4.0 * args.b))
+
+    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observe)
+    model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
+    return model, {"model": "random forest", "features": list(STATE_FEATURES),
+                   "train_jobs": int(len(submit)), "train_decisions": len(ys)}
+
+
+def simulate_trace(trace, args, history=lambda: None) -> dict:
+    spec = PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb,
+                    placement=args.packing, order=args.scheduling,
+                    work_conserving=args.work_conserving)
+    policy = WaitingPolicy(args.policy, args.b, args.t)
+    catalog = get_catalog(args.catalog)
+    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount)
+    f = trace.frame
+    submit = f["submit_s"].to_numpy(np.float64)
+    runtime = f["runtime_s"].to_numpy(np.float64)
+    cpu = f["cpu"].to_numpy(np.float64)
+    mem = f["mem_gib"].to_numpy(np.float64)
+    order = np.argsort(submit, kind="stable")
+    submit, runtime, cpu, mem = submit[order], runtime[order], cpu[order], mem[order]
+    short, over, under = mispredictions(args.policy, runtime, args.t, args.f_over,
+                                        args.f_under, args.seed)
+    ml = None
+    if getattr(args, "wait_predictor", "oracle") == "ml":
+        if args.policy not in ("sww", "compound"):
+            raise ConfigError("--wait-predictor ml is for sww and compound")
+        cut = int(len(submit) * args.train_fraction)
+        model, ml = train_wait_model(spec, policy, args, submit[:cut], runtime[:cut],
+                                     cpu[:cut], mem[:cut], None if short is None else short[:cut])
+        keep = slice(cut, None)  # score on the jobs after the training part, a fresh pool
+        submit, runtime, cpu, mem = submit[keep], runtime[keep], cpu[keep], mem[keep]
+        short, over, under = (None if a is None else a[keep] for a in (short, over, under))
+        order = order[keep]
+        decisions: list[tuple[float, float]] = []
+
+        def predictor(x):
+            return model.predict(x)
+
+        def observe(j, x, oracle):
+            decisions.append((model.predict(x), oracle))
+
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
+                       predictor=predictor, observe=observe)
+        from stratus.waiting.ml import mcc
+
+        pred = np.array([d[0] for d in decisions])
+        true = np.array([d[1] for d in decisions])
+        ml.update(test_jobs=int(len(submit)), decisions=len(decisions),
+                  mcc=None if not decisions else _round(mcc(pred > args.b, true > args.b)),
+                  predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
+                  truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
+    else:
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
+    steady = args.steady_state
+    if steady is None:
+        steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
+    per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
+    out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                    per_job, prices.core_hour_ondemand, steady,
+                    speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+    cloud_model = "smallest-vm"
+    if args.cloud != "smallest-vm":
+        vc = replay_overflow(trace, order, run, args, history)
+        cloud_model = f"{args.cloud} ({args.market}, {args.cloud_catalog})"
+        work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
+        out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
+        out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
+        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"], 4)
+        out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
+        if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
+            out["opportunity_cost"] = round(out["normalized_price"] * prices.core_hour_ondemand
+                                            * out["mean_wait_s"], 6)
+        out["cloud_replay"] = {k: vc.get(k) for k in (
+            "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
+            "migrations", "latency", "utilization", "wall_seconds")}
+    if ml is not None:
+        out["ml"] = ml
+    return {"policy": args.policy, "reserved": spec.servers, **out,
+            "trace": trace.name, "b": args.b, "t": args.t, "scheduling": spec.order,
+            "packing": spec.placement, "work_conserving": spec.work_conserving,
+            "steady_state": steady, "cloud": cloud_model, "catalog": catalog.name,
+            "server_type": prices.server_type,
+            "server_reserved_hourly": round(prices.server_reserved_hourly, 6),
+            "server_ondemand_hourly": prices.server_ondemand_hourly}
+
+
+def advise(trace, args) -> dict:
+    """``stratus advise``: the MILP's s, then the simulated optimum for the policy."""
+    from stratus.waiting.advisor import Point, load_curve, milp_servers, search
+
+    catalog = get_catalog(args.catalog)
+    prices = pool_prices(catalog, args.reserved_cores, args.reserved_mem_gb,
+                         args.reserved_discount)
+    f = trace.frame
+    order = np.argsort(f["submit_s"].to_numpy(np.float64), kind="stable")
+    submit = f["submit_s"].to_numpy(np.float64)[order]
+    runtime = f["runtime_s"].to_numpy(np.float64)[order]
+    cpu = f["cpu"].to_numpy(np.float64)[order]
+    mem = f["mem_gib"].to_numpy(np.float64)[order]
+    load, slot = load_curve(submit, runtime, cpu, args.slot)
+    start = milp_servers(load, slot, args.reserved_cores, prices.server_reserved_hourly,
+                         prices.core_hour_ondemand)
+    short, over, under = mispredictions(args.policy, runtime, args.t, 0.0, 0.0, args.seed)
+    per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
+    policy = WaitingPolicy(args.policy, args.b, args.t)
+    steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
+
+    def cost_at(s: int) -> Point:
+        spec = PoolSpec(s, args.reserved_cores, args.reserved_mem_gb, args.packing,
+                        args.scheduling, args.work_conserving)
+        run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
+        o = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, s, per_job,
+                      prices.core_hour_ondemand, steady,
+                      speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+        return Point(s, o["total_cost_usd"], o["normalized_price"], o["mean_wait_s"],
+                     o["on_demand_fraction"])
+
+    best, seen = search(cost_at, start)
+    # the curve for the figure and the report: a band around both answers
+    lo, hi = max(0, min(best, start) - 10), max(best, start) + 10
+    step = max(1, (hi - lo) // 40)
+    for s in range(lo, hi + 1, step):
+        if s not in seen:
+            seen[s] = cost_at(s)
+    pts = [seen[s] for s in sorted(seen)]
+    opt, milp = seen[best], seen[start]
+    return {"policy": args.policy, "trace": trace.name, "jobs": int(len(submit)),
+            "milp_servers": start, "optimal_servers": best,
+            "optimal": opt.__dict__, "at_milp": milp.__dict__,
+            "milp_gap_servers": start - best,
+            "milp_extra_cost_pct": round(100.0 * (milp.total_cost_usd / opt.total_cost_usd - 1.0),
+                                         4) if opt.total_cost_usd > 0 else None,
+            "slot_s": slot, "server_type": prices.server_type,
+            "server_reserved_hourly": round(prices.server_reserved_hourly, 6),
+            "points": [p.__dict__ for p in pts]}
+
+
+def plot_advice(doc: dict, out: str) -> None:
+    """Price and mean wait against s, the optimum and the MILP's answer marked."""
+    import os
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = doc["points"]
+    s = [p["servers"] for p in pts]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(s, [p["normalized_price"] for p in pts], "o-", ms=3, label="normalized price")
+    ax.set_xlabel("reserved servers s")
+    ax.set_ylabel("normalized price (bill / on-demand work)")
+    ax2 = ax.twinx()
+    ax2.plot(s, [p["mean_wait_s"] for p in pts], "s--", ms=3, color="tab:red", label="mean wait")
+    ax2.set_ylabel("mean wait (s)")
+    ax.axvline(doc["optimal_servers"], color="k", lw=1, label=f"optimum s={doc['optimal_servers']}")
+    ax.axvline(doc["milp_servers"], color="gray", ls=":", lw=1,
+               label=f"MILP s={doc['milp_servers']}")
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="upper center", fontsize=8)
+    ax.set_title(f"{doc['policy']} on {doc['trace']}", fontsize=9)
+    fig.tight_layout()
+    path = Path(out)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=100)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,60 @@
+"""Prices for a reserved pool and its cloud overflow in the waiting-policy papers' model
+(000 §5): the cloud runs each job that leaves on the smallest on-demand VM of the family
+that fits it, billed per second; a reserved server costs its on-demand equivalent less the
+discount, for the whole horizon, used or not."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pricing.catalog import Catalog
+from stratus.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PoolPrices:
+    server_ondemand_hourly: float  # the smallest VM that covers one server
+    server_reserved_hourly: float
+    core_hour_ondemand: float  # server on-demand price per core: normalized_price's unit
+    server_type: str
+
+
+def pool_prices(catalog: Catalog, cores: float, mem_gib: float,
+                discount: float | None) -> PoolPrices:
+    """A server's prices. ``discount`` D prices it at (1 - D) x on-demand (the papers use
+    0.6); None takes the catalog's reserved rate for the covering type."""
+    fitting = [t for t in catalog if t.vcpu >= cores - 1e-9 and t.mem_gib >= mem_gib - 1e-9]
+    if not fitting:
+        raise ConfigError(f"no {catalog.name} type has {cores:g} cores and {mem_gib:g} GiB: "
+                          f"a reserved server must be a shape the family rents")
+    t = min(fitting, key=lambda x: (x.ondemand_hourly, x.vcpu))
+    if discount is None:
+        if t.reserved_hourly is None:
+            raise ConfigError(f"catalog {catalog.name} has no reserved rate for {t.name}; "
+                              f"give --reserved-discount")
+        reserved = t.reserved_hourly
+    else:
+        if not (0 <= discount < 1 and math.isfinite(discount)):
+            raise ConfigError(f"--reserved-discount takes a fraction in [0, 1), got {discount}")
+        reserved = (1.0 - discount) * t.ondemand_hourly
+    return PoolPrices(t.ondemand_hourly, reserved, t.ondemand_hourly / cores, t.name)
+
+
+def smallest_vm_costs(catalog: Catalog, cpu: np.ndarray, mem: np.ndarray,
+                      runtime: np.ndarray) -> np.ndarray:
+    """$ per job on the cheapest type that fits it, per second. A job larger than every
+    type spans ceil(size / largest) of the largest type (a parallel job over VMs)."""
+    types = sorted(catalog, key=lambda x: (x.ondemand_hourly, x.vcpu))
+    rate = np.full(len(cpu), np.nan)
+    for t in reversed(types):  # the cheapest fitting type is written last
+        ok = (cpu <= t.vcpu + 1e-9) & (mem <= t.mem_gib + 1e-9)
+        rate[ok] = t.ondemand_hourly
+    big = np.isnan(rate)
+    if big.any():
+        top = max(catalog, key=lambda x: (x.vcpu, x.mem_gib))
+        k = np.maximum(np.ceil(cpu[big] / top.vcpu), np.ceil(mem[big] / top.mem_gib))
+        rate[big] = k * top.ondemand_hourly
+    return rate * runtime / 3600.0

@@ -1,0 +1,560 @@
+"""A fixed (reserved) pool of identical servers under a waiting policy, event by event
+(paper 000 §5: the trace-driven simulator). Each trace row is one job here: it needs
+``cpu`` cores and ``mem_gib`` GiB on one server for ``runtime_s`` seconds.
+
+On arrival the policy sends a job to the cloud at once or lets it queue for the pool; an
+AJW-T or compound job that has waited ``b`` leaves for the cloud then (000 Eqs. 12-13).
+The pool advances from arrival and finish to arrival and finish, no ticks; at equal times
+finishes come first, then departures for the cloud, then arrivals.
+
+Two exact paths give the same answers where both apply:
+* *unit* pools, where no two jobs ever share a server, with FCFS order: the
+  Kiefer-Wolfowitz recursion (each arrival takes the earliest server to free up), two heap
+  operations a job, which is what an M/M/s trace of millions of jobs needs;
+* the general path: several jobs per server, best-fit or first-fit placement, FCFS or SJF
+  queues, work-conserving or not.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stratus.errors import ConfigError
+
+POLICIES = ("njw", "ajw", "ajw-t", "sww", "ljw", "compound", "ljw-spec")
+PLACEMENTS = ("best-fit", "first-fit")
+ORDERS = ("fcfs", "sjf")
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """``servers`` identical servers of ``cores`` and ``mem_gib``."""
+
+    servers: int
+    cores: float
+    mem_gib: float
+    placement: str = "best-fit"  # 000 §5: fewest free cores that fit
+    order: str = "fcfs"
+    work_conserving: bool = True  # the first queued job that fits starts, not only the head
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.servers, int) and self.servers >= 0):
+            raise ConfigError(f"--reserved must be a whole number ≥ 0, got {self.servers!r}")
+        for name, v in (("--reserved-cores", self.cores), ("--reserved-mem-gb", self.mem_gib)):
+            if not (v > 0 and math.isfinite(v)):
+                raise ConfigError(f"{name} must be a positive number, got {v}")
+        if self.placement not in PLACEMENTS:
+            raise ConfigError(f"--packing takes {' or '.join(PLACEMENTS)}, got {self.placement!r}")
+        if self.order not in ORDERS:
+            raise ConfigError(f"--scheduling takes {' or '.join(ORDERS)}, got {self.order!r}")
+
+
+@dataclass(frozen=True)
+class WaitingPolicy:
+    """A waiting policy of 000 §3-4. ``b``: seconds a job may wait (AJW-T, SWW, compound);
+    ``t``: runtime below which a job is short and goes to the cloud (LJW, compound).
+    ``ljw-spec`` is LJW by speculative execution (003 §3.1): a job that finds no free
+    server starts at once on an on-demand VM; if it is still running at ``t`` it is killed
+    (the VM's t seconds are wasted) and queues for the pool.
+    ``short``: per job, whether the policy *believes* it short (None: runtime < t, the
+    oracle); ``over``/``under``: per job, a misprediction of its wait (SWW, compound:
+    over-predicted jobs go to the cloud at once, under-predicted ones wait b, §4.1.1)."""
+
+    name: str
+    b: float = 0.0
+    t: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ConfigError(f"unknown waiting policy {self.name!r}; known: "
+                              f"{', '.join(POLICIES)}")
+        for key, v in (("--b", self.b), ("--t", self.t)):
+            if not (v >= 0 and math.isfinite(v)):
+                raise ConfigError(f"{key} must be a number of seconds ≥ 0, got {v}")
+
+
+@dataclass
+class PoolRun:
+    """Per job: where it ran (True: cloud), when it started (reserved) or left (cloud),
+    and how long it waited."""
+
+    cloud: np.ndarray  # bool
+    start: np.ndarray  # float: start on the pool, or departure for the cloud
+    wait: np.ndarray  # float
+    fits: np.ndarray  # bool: the job fits one server at all
+    server: np.ndarray | None = None  # the pool server each job ran on (-1: cloud); general path
+    killed: np.ndarray | None = None  # ljw-spec: ran t seconds in the cloud, then the pool
+
+
+def _unit_pool(spec: PoolSpec, cpu: np.ndarray, mem: np.ndarray, fits: np.ndarray) -> bool:
+    """No two jobs that fit a server can share one."""
+    if not fits.any():
+        return True
+    c, m = cpu[fits], mem[fits]
+    return bool(2 * c.min() > spec.cores + _EPS or 2 * m.min() > spec.mem_gib + _EPS)
+
+
+def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime: np.ndarray,
+             cpu: np.ndarray, mem: np.ndarray, short: np.ndarray | None = None,
+             over: np.ndarray | None = None, under: np.ndarray | None = None,
+             estimate: np.ndarray | None = None, predictor=None, observe=None) -> PoolRun:
+    """Run the pool; jobs must be in submission order. ``estimate``: SJF's runtime key
+    (None: the true runtime). SWW and compound ask ``predictor(features)`` for a job's
+    wait instead of the oracle (003 §3.2; features: ``STATE_FEATURES``); ``observe(j,
+    features, oracle_wait)`` sees every such decision (a training run, or scoring one).
+    Either forces the event path (the fast one has no queue to describe)."""
+    n = len(submit)
+    submit = np.asarray(submit, dtype=np.float64)
+    if n and np.any(np.diff(submit) < 0):
+        raise ConfigError("pool simulation: jobs must be in submission order")
+    fits = (cpu <= spec.cores + _EPS) & (mem <= spec.mem_gib + _EPS)
+    if spec.servers == 0:
+        fits = np.zeros(n, dtype=bool)
+    if short is None:
+        short = runtime < policy.t if policy.name in ("ljw", "compound") else np.zeros(n, bool)
+    elif policy.name not in ("ljw", "compound"):
+        short = np.zeros(n, bool)
+    over = np.zeros(n, bool) if over is None else np.asarray(over, bool)
+    under = np.zeros(n, bool) if under is None else np.asarray(under, bool)
+    hooks = predictor is not None or observe is not None
+    if spec.order == "fcfs" and not hooks and _unit_pool(spec, cpu, mem, fits):
+        return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under)
+    key = runtime if estimate is None else np.asarray(estimate, dtype=np.float64)
+    return _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
+                    predictor, observe)
+
+
+#: cluster state when a job arrives (paper 003 Table 1), then the job's own request
+STATE_FEATURES = ("runq_count", "waitq_count", "runq_mean_cpu", "runq_mean_time",
+                  "waitq_mean_cpu", "waitq_mean_time", "num_cores", "free_cores",
+                  "job_cpu", "job_mem")
+
+
+def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
+    """Kiefer-Wolfowitz: ``free`` holds when each server next frees, given every job that
+    will run on the pool so far. FCFS with one job per server makes a job's start the
+    earliest of those (or its arrival), so a job's wait is known when it arrives: exact
+    for every policy here (a job that leaves after b never held a server)."""
+    n = len(submit)
+    cloud = np.zeros(n, dtype=bool)
+    start = np.empty(n)
+    wait = np.zeros(n)
+    free = [0.0] * s
+    name, b = policy.name, policy.b
+    heappushpop = heapq.heappushpop
+    sub = submit.tolist()
+    rt = runtime.tolist()
+    fit = fits.tolist()
+    sh = short.tolist()
+    ov = over.tolist()
+    un = under.tolist()
+    if name == "ljw-spec":
+        return _unit_speculative(s, policy.t, submit, runtime, fits)
+    for i in range(n):
+        t = sub[i]
+        if not fit[i] or sh[i]:
+            cloud[i] = True
+            start[i] = t
+            continue
+        f = free[0]
+        begin = t if f <= t else f
+        w = begin - t
+        if name == "njw":
+            go = w > 0
+            leave_at = t
+        elif name == "ajw" or name == "ljw":
+            go = False
+            leave_at = t
+        elif name == "ajw-t":
+            go = w > b
+            leave_at = t + b
+        else:  # sww, compound: the oracle's prediction is w itself
+            if ov[i]:  # over-predicted: to the cloud at once, even if a server is free
+                go, leave_at = True, t
+            elif w > b:
+                go = True
+                leave_at = t + b if un[i] else t  # under-predicted: waits b first
+            else:
+                go = False
+                leave_at = t
+        if go:
+            cloud[i] = True
+            start[i] = leave_at
+            wait[i] = leave_at - t
+        else:
+            heappushpop(free, begin + rt[i])
+            start[i] = begin
+            wait[i] = w
+    return PoolRun(cloud, start, wait, fits)
+
+
+def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
+    """ljw-spec on a unit FCFS pool: arrivals and re-queued killed jobs (at submit + t)
+    merged in time order through the Kiefer-Wolfowitz recursion."""
+    n = len(submit)
+    cloud = np.zeros(n, dtype=bool)
+    killed = np.zeros(n, dtype=bool)
+    start = np.empty(n)
+    wait = np.zeros(n)
+    free = [0.0] * s
+    requeue: list[tuple[float, int]] = []
+    sub = submit.tolist()
+    rt = runtime.tolist()
+    fit = fits.tolist()
+    i = 0
+    while i < n or requeue:
+        if requeue and (i >= n or requeue[0][0] <= sub[i]):
+            t, j = heapq.heappop(requeue)
+            begin = max(t, free[0])
+            heapq.heappushpop(free, begin + rt[j])
+            start[j] = begin
+            wait[j] = begin - sub[j]
+            continue
+        j = i
+        i += 1
+        t = sub[j]
+        if fit[j] and free[0] <= t:  # a server is free: run there
+            heapq.heappushpop(free, t + rt[j])
+            start[j] = t
+            continue
+        if not fit[j] or rt[j] < tt:  # speculation finishes it (or it must go anyway)
+            cloud[j] = True
+            start[j] = t
+            continue
+        killed[j] = True  # long: killed at t, then queued for the pool
+        heapq.heappush(requeue, (t + tt, j))
+    return PoolRun(cloud, start, wait, fits, None, killed)
+
+
+def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
+             predictor=None, observe=None) -> PoolRun:
+    """Event by event: several jobs per server, either placement, either order."""
+    n = len(submit)
+    s = spec.servers
+    cloud = np.zeros(n, dtype=bool)
+    start = np.full(n, np.nan)
+    wait = np.zeros(n)
+    server = np.full(n, -1, dtype=np.int64)
+    free_c = [float(spec.cores)] * s
+    free_m = [float(spec.mem_gib)] * s
+    name, b = policy.name, policy.b
+    best = spec.placement == "best-fit"
+    wc = spec.work_conserving
+    sjf = spec.order == "sjf"
+    # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec)
+    events: list[tuple[float, int, int, int]] = []
+    killed = np.zeros(n, dtype=bool)
+    queue: list = []  # FCFS: job ids in order (lazy deletion); SJF: heap of (key, job)
+    waiting: set[int] = set()
+    rt = runtime.tolist()
+    cp = cpu.tolist()
+    mm = mem.tolist()
+    ky = key.tolist()
+
+    def place(j: int) -> int:
+        c, m = cp[j], mm[j]
+        chosen = -1
+        room = math.inf
+        for k in range(s):
+            fc = free_c[k]
+            if fc + _EPS >= c and free_m[k] + _EPS >= m:
+                if not best:
+                    return k
+                if fc < room:
+                    room, chosen = fc, k
+        return chosen
+
+    # running and waiting jobs' counts and sums, for STATE_FEATURES
+    agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
+
+    def to_queue(j: int) -> None:
+        waiting.add(j)
+        agg[3] += 1
+        agg[4] += cp[j]
+        agg[5] += submit[j]
+
+    def off_queue(j: int) -> None:
+        waiting.discard(j)
+        agg[3] -= 1
+        agg[4] -= cp[j]
+        agg[5] -= submit[j]
+
+    def features(j: int, t: float) -> list[float]:
+        rn, rc, rs, wn, wcpu, ws = agg
+        return [rn, wn, rc / rn if rn else 0.0, t - rs / rn if rn else 0.0,
+                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, s * spec.cores,
+                sum(free_c), cp[j], mm[j]]
+
+    def run(j: int, k: int, t: float) -> None:
+        agg[0] += 1
+        agg[1] += cp[j]
+        agg[2] += t
+        free_c[k] -= cp[j]
+        free_m[k] -= mm[j]
+        start[j] = t
+        wait[j] = t - submit[j]
+        server[j] = k
+        heapq.heappush(events, (t + rt[j], 0, j, k))
+
+    def drain(t: float) -> None:
+        """Start queued jobs: the head only, or (work-conserving) every one that fits."""
+        if sjf:
+            skipped = []
+            while queue:
+                kj = queue[0]
+                j = kj[1]
+                if j not in waiting:
+                    heapq.heappop(queue)
+                    continue
+                k = place(j)
+                if k < 0:
+                    if not wc:
+                        break
+                    skipped.append(heapq.heappop(queue))
+                    continue
+                heapq.heappop(queue)
+                off_queue(j)
+                run(j, k, t)
+            for item in skipped:
+                heapq.heappush(queue, item)
+            return
+        keep = []
+        blocked = False
+        for j in queue:
+            if j not in waiting:
+                continue
+            if blocked:
+                keep.append(j)
+                continue
+            k = place(j)
+            if k < 0:
+                keep.append(j)
+                if not wc:
+                    blocked = True
+                continue
+            off_queue(j)
+            run(j, k, t)
+        queue[:] = keep
+
+    def enqueue(j: int, t: float) -> None:
+        """A job joins the queue at t (a killed speculation); it starts now if the queue
+        rule lets it pass and it fits."""
+        passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
+        k = place(j) if passes else -1
+        if k >= 0:
+            run(j, k, t)
+            return
+        to_queue(j)
+        if sjf:
+            heapq.heappush(queue, (ky[j], j))
+        else:
+            queue.append(j)
+
+    def predict_wait(j: int, t: float, horizon: float | None = None) -> float:
+        """The oracle: simulate the pool forward with true runtimes until j would start
+        (SWW, 000 §4.1), at most ``horizon`` (default b) ahead: inf beyond it."""
+        limit = b if horizon is None else horizon
+        fc, fm = list(free_c), list(free_m)
+        ev = [e for e in events if e[1] == 0]
+        heapq.heapify(ev)
+        q = [x for x in (sorted(queue) if sjf else queue)
+             if (x[1] if sjf else x) in waiting]
+        q = [x[1] if sjf else x for x in q] + [j]
+        now = t
+        while True:
+            # start what can start now, in order (head only unless work-conserving)
+            rest = []
+            blocked = False
+            for x in q:
+                if blocked:
+                    rest.append(x)
+                    continue
+                c, m = cp[x], mm[x]
+                k = -1
+                room = math.inf
+                for kk in range(s):
+                    if fc[kk] + _EPS >= c and fm[kk] + _EPS >= m:
+                        if not best:
+                            k = kk
+                            break
+                        if fc[kk] < room:
+                            room, k = fc[kk], kk
+                if k < 0:
+                    rest.append(x)
+                    if not wc:
+                        blocked = True
+                    continue
+                if x == j:
+                    return now - t
+                fc[k] -= c
+                fm[k] -= m
+                heapq.heappush(ev, (now + rt[x], 0, x, k))
+            q = rest
+            if not ev or ev[0][0] - t > limit:
+                return math.inf
+            now = ev[0][0]
+            while ev and ev[0][0] <= now:
+                _, _, x, k = heapq.heappop(ev)
+                fc[k] += cp[x]
+                fm[k] += mm[x]
+
+    sub = submit.tolist()
+    i = 0
+    while i < n or events:
+        t_next = sub[i] if i < n else math.inf
+        if events and events[0][0] <= t_next:
+            t = events[0][0]
+            changed = False
+            while events and events[0][0] <= t and events[0][1] == 0:
+                _, _, j, k = heapq.heappop(events)
+                free_c[k] += cp[j]
+                free_m[k] += mm[j]
+                agg[0] -= 1
+                agg[1] -= cp[j]
+                agg[2] -= start[j]
+                changed = True
+            if changed:
+                drain(t)
+            while events and events[0][0] <= t and events[0][1] == 1:
+                _, _, j, _ = heapq.heappop(events)
+                if j in waiting:  # still queued at its patience: to the cloud
+                    off_queue(j)
+                    cloud[j] = True
+                    start[j] = t
+                    wait[j] = t - sub[j]
+            while events and events[0][0] <= t and events[0][1] == 2:
+                _, _, j, _ = heapq.heappop(events)
+                enqueue(j, t)
+            continue
+        j = i
+        i += 1
+        t = t_next
+        if not fits[j] or short[j]:
+            cloud[j] = True
+            start[j] = t
+            continue
+        # it starts now if it fits and the queue rule lets it pass those waiting: always
+        # when work-conserving (those ahead do not fit now: every event drains the queue),
+        # else only as the new head (an empty queue, or SJF's shortest)
+        passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
+        k = place(j) if passes else -1
+        if name == "njw":
+            if k >= 0:
+                run(j, k, t)
+            else:
+                cloud[j] = True
+                start[j] = t
+            continue
+        if name in ("sww", "compound"):
+            if over[j]:
+                cloud[j] = True
+                start[j] = t
+                continue
+            if k >= 0:
+                w = 0.0
+            elif predictor is not None:
+                x = features(j, t)
+                w = predictor(x)
+                if observe is not None:
+                    observe(j, x, predict_wait(j, t, horizon=4.0 * b))
+            else:
+                w = predict_wait(j, t) if observe is None else predict_wait(j, t, 4.0 * b)
+                if observe is not None:
+                    observe(j, features(j, t), w)
+            if w > b:
+                if under[j]:
+                    leave = t + b  # waits b for nothing
+                    cloud[j] = True
+                    start[j] = leave
+                    wait[j] = b
+                else:
+                    cloud[j] = True
+                    start[j] = t
+                continue
+        if k >= 0:
+            run(j, k, t)
+            continue
+        if name == "ljw-spec":
+            if rt[j] < policy.t:  # speculation runs it to the end
+                cloud[j] = True
+                start[j] = t
+            else:  # killed at t, then queued (003 §3.1)
+                killed[j] = True
+                heapq.heappush(events, (t + policy.t, 2, j, -1))
+            continue
+        to_queue(j)
+        if sjf:
+            heapq.heappush(queue, (ky[j], j))
+        else:
+            queue.append(j)
+        if name == "ajw-t":
+            heapq.heappush(events, (t + b, 1, j, -1))
+    return PoolRun(cloud, start, wait, fits, server, killed)
+
+
+def _head(queue: list, waiting: set[int]) -> tuple:
+    """SJF's first live entry (stale ones are dropped on the way)."""
+    while queue and queue[0][1] not in waiting:
+        heapq.heappop(queue)
+    return queue[0] if queue else (math.inf, -1)
+
+
+def steady_mask(n: int, fraction: float) -> np.ndarray:
+    """Jobs kept for the wait mean: all but the first and last ``fraction`` (000 §3.1)."""
+    if not (0 <= fraction < 0.5):
+        raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {fraction}")
+    cut = int(n * fraction)
+    mask = np.zeros(n, dtype=bool)
+    mask[cut:n - cut] = True
+    return mask
+
+
+def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,
+              reserved_rate: float, servers: int, cloud_cost: Sequence[float] | np.ndarray,
+              core_hour_ondemand: float, steady_fraction: float = 0.0,
+              speculation_s: float = 0.0) -> dict:
+    """The bill and the waits. ``reserved_rate``: $/h per server, paid over the whole
+    horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
+    on-demand price of one core-hour, the unit of ``normalized_price``."""
+    n = len(submit)
+    if n == 0:
+        return {"jobs": 0, "mean_wait_s": 0.0, "normalized_price": None, "on_demand_fraction": 0.0,
+                "total_cost_usd": 0.0, "reserved_cost_usd": 0.0, "cloud_cost_usd": 0.0,
+                "opportunity_cost": 0.0, "horizon_h": 0.0}
+    end = run.start + runtime  # on the pool or in the cloud, it runs from ``start``
+    horizon_h = float(end.max() - submit.min()) / 3600.0
+    reserved = servers * reserved_rate * horizon_h
+    cloud = float(np.asarray(cloud_cost, dtype=np.float64)[run.cloud].sum())
+    waste = 0.0
+    if run.killed is not None and run.killed.any() and speculation_s > 0:
+        k = run.killed
+        waste = float((np.asarray(cloud_cost, dtype=np.float64)[k] * speculation_s
+                       / runtime[k]).sum())
+    total = reserved + cloud + waste
+    work = float((cpu * runtime).sum()) / 3600.0 * core_hour_ondemand
+    keep = steady_mask(n, steady_fraction)
+    mean_wait = float(run.wait[keep].mean()) if keep.any() else 0.0
+    norm = total / work if work > 0 else None
+    return {
+        "jobs": n,
+        "jobs_unfit": int((~run.fits).sum()),
+        "mean_wait_s": round(mean_wait, 4),
+        "normalized_price": None if norm is None else round(norm, 6),
+        "on_demand_fraction": round(float(run.cloud.mean()), 6),
+        "total_cost_usd": round(total, 4),
+        "reserved_cost_usd": round(reserved, 4),
+        "cloud_cost_usd": round(cloud, 4),
+        # 003 §3.1: VM time of speculations killed at t, billed but wasted
+        "speculation_waste_usd": round(waste, 4),
+        "jobs_killed": int(run.killed.sum()) if run.killed is not None else 0,
+        # 000 §4.1.1: P × w, with P the price per core-hour of work
+        "opportunity_cost": None if norm is None else round(norm * core_hour_ondemand
+                                                            * mean_wait, 6),
+        "horizon_h": round(horizon_h, 4),
+    }

@@ -1,0 +1,214 @@
+"""Layers, one way (DESIGN.md): (0) the shared vocabulary every layer uses, stratus.errors
+and stratus.resources, which import nothing of the project; (1) pricing, traces; (2) the
+stratus core; (3) packers, scalers; (4) the application layer, stratus.app. A module imports only its own layer and
+the ones below, and no import cycle joins any two modules. Imports inside functions count
+(they run); those under ``if TYPE_CHECKING:`` do not (they never run)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from stratus.app.registry import ENTRY_POINT_GROUP, get_spec, scheduler_names
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("pricing", "traces", "stratus", "packers", "scalers")
+FOUNDATION = ("stratus.errors", "stratus.resources")
+
+
+def layer(module: str) -> int:
+    top = module.split(".")[0]
+    if module in FOUNDATION:
+        return 0
+    if module == "stratus.app" or module.startswith("stratus.app."):
+        return 4
+    return {"pricing": 1, "traces": 1, "stratus": 2, "packers": 3, "scalers": 3}[top]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _resolve(name: str) -> str | None:
+    """The project module ``name`` denotes, or its closest enclosing package."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            # ``from pkg import mod`` imports the submodule pkg.mod where there is one
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                     for a in node.names]
+        else:
+            names = []
+        for n in names:
+            target = _resolve(n)
+            if target is not None and target != module:
+                found.add(target)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def test_the_graph_was_read():
+    assert {"stratus.app.builtin", "packers.binning"} <= GRAPH["stratus.app.registry"] | \
+        GRAPH["stratus.app.builtin"]
+    assert "stratus.compose" in GRAPH["packers.binning"]
+
+
+def test_no_import_cycle():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_import_goes_down_or_sideways():
+    up = sorted(f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
+                for m, targets in GRAPH.items() for t in targets if layer(t) > layer(m))
+    assert up == []
+
+
+def test_the_foundation_imports_nothing_of_the_project():
+    assert {m: GRAPH[m] for m in FOUNDATION} == {m: set() for m in FOUNDATION}
+
+
+def test_the_core_never_imports_the_application_layer_or_a_policy():
+    core = [m for m in GRAPH if layer(m) == 2]
+    bad = sorted((m, t) for m in core for t in GRAPH[m] if layer(t) > 2)
+    assert bad == []
+
+
+@pytest.mark.parametrize("name", scheduler_names())
+def test_every_registered_scheduler_is_built_from_modules_in_their_layer(name):
+    """The parts of every registered composition are policies (layer 3) or core objects,
+    and the module that composes them is in the application layer (or a plug-in)."""
+    spec = get_spec(name)
+    home = spec.factory.__module__
+    assert home not in MODULES or layer(home) == 4, home
+    sched = spec.factory()
+    for part in (getattr(sched, k, None) for k in ("packer", "scaler", "migrator")):
+        if part is None:
+            continue
+        mod = type(part).__module__
+        assert mod in MODULES and layer(mod) in (2, 3), f"{name}: {mod}"
+        assert not any(layer(t) == 4 for t in GRAPH[mod])
+
+
+def test_a_plugin_registers_through_the_entry_point_group(monkeypatch, tmp_path):
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from stratus.app import registry, schedulers
+
+    (tmp_path / "my_sched.py").write_text(
+        "from stratus.app.schedulers import register\n"
+        "from stratus.compose import ComposedScheduler\n"
+        "from scalers.task_per_instance import CheapestPerTask\n"
+        "@register('mine', 'a plug-in')\n"
+        "def mine():\n"
+        "    return ComposedScheduler('mine', scaler=CheapestPerTask())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint("mine", "my_sched", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(schedulers, "SCHEDULERS", dict(schedulers.SCHEDULERS))
+    monkeypatch.setattr(registry, "SCHEDULERS", schedulers.SCHEDULERS)
+    # builtin registered already: loading again must not re-register it
+    monkeypatch.setitem(sys.modules, "stratus.app.builtin",
+                        importlib.import_module("stratus.app.builtin"))
+    assert "mine" in registry.scheduler_names()
+    assert registry.make_scheduler("mine").name == "mine"
+    sys.modules.pop("my_sched", None)
+
+
+def test_a_broken_plugin_is_one_clear_error(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from stratus.app import registry
+    from stratus.errors import ConfigError
+
+    ep = EntryPoint("broken", "no_such_module_xyz", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
+    monkeypatch.setattr(registry, "_loaded", False)
+    with pytest.raises(ConfigError, match="plug-in 'broken'.*ModuleNotFoundError"):
+        registry.scheduler_names()
