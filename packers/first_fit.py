@@ -8,33 +8,55 @@ instance per task, which grew as n^1.7 on a Google-like day.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from packers.free_index import LiveIndex
+from packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.view import ClusterView
 
 
 class FirstFit:
+    """Packer. Instances in ``blacklist`` (e.g. being drained by a consolidation) get no
+    tasks (as Stratus §3.4 blacklists cleared instances); ``index`` gives the tick's synced
+    capacity index to other parts."""
+
     name = "first-fit"
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
         self._index = LiveIndex()
+        self._plan: Plan | None = None
+        self.blacklist: set[int] = set()
+
+    def index(self, view: ClusterView, plan: Plan) -> LiveIndex:
+        """The capacity index in step with ``view`` and what ``plan`` promised so far
+        (synced once per plan; parts that place through it must call ``took``).
+        Blacklisted instances' slots are dead in the tree (Stratus §3.4)."""
+        index = self._index
+        if view is not self._view:  # another replay: start afresh
+            self._view, index = view, LiveIndex()
+            self._index = index
+            self._plan = None
+        if plan is not self._plan:
+            self._plan = plan
+            index.sync(view.instances)
+            for iid in plan.touched():  # capacity this tick's plan already promised
+                index.update(view.instance(iid), plan.free(view.instance(iid)))
+            if self.blacklist:
+                self.blacklist &= index.slot.keys()  # drained instances that are gone
+                for iid in self.blacklist:
+                    s = index.slot[iid]
+                    index.seen[s] = None  # reload it at the next sync
+                    index.tree.set(s, DEAD, DEAD)
+        return index
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
         if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
-            return self._scan(view, plan, tasks)
-        index = self._index
-        if view is not self._view:  # another replay: start afresh
-            self._view, index = view, LiveIndex()
-            self._index = index
-        index.sync(view.instances)
-        for iid in plan.touched():  # capacity this tick's plan already promised
-            index.update(view.instance(iid), plan.free(view.instance(iid)))
+            return self._scan(view, plan, tasks, self.blacklist)
+        index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
         for task in tasks:
@@ -46,8 +68,9 @@ class FirstFit:
         return left
 
     @staticmethod
-    def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
-        insts = list(view.instances)
+    def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
+              blacklist: Collection[int] = ()) -> list[Task]:
+        insts = [i for i in view.instances if i.iid not in blacklist]
         left = []
         for task in tasks:
             for inst in insts:

@@ -24,6 +24,11 @@ GOLDEN = {
         "scloud+pack": (539.52, 1076, 0),
         "scloud+pack+scale": (399.4, 1326, 0),
         "scloud+pack+scale+clear": (350.37, 1897, 1384),
+        "fleet": (588.78, 12171, 0),
+        "fleet-mem": (587.76, 12219, 0),
+        "fleet-diversified": (453.43, 1265, 0),
+        "karpenter": (429.39, 733, 4689),
+        "stratus-bestfit": (585.49, 15687, 1623),
     },
     "synthetic:twosigma?scale=0.05": {
         "task-per-instance": (645.87, 17251, 0),
@@ -36,6 +41,11 @@ GOLDEN = {
         "scloud+pack": (798.98, 321, 0),
         "scloud+pack+scale": (586.65, 664, 0),
         "scloud+pack+scale+clear": (518.27, 1151, 1165),
+        "fleet": (617.53, 7451, 0),
+        "fleet-mem": (623.79, 7289, 0),
+        "fleet-diversified": (622.14, 509, 0),
+        "karpenter": (619.15, 379, 2848),
+        "stratus-bestfit": (599.57, 9498, 1619),
     },
 }
 

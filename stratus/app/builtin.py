@@ -104,3 +104,58 @@ def scloud_pack_scale() -> ComposedScheduler:
           estimator="oracle")
 def scloud_pack_scale_clear() -> ComposedScheduler:
     return _scloud("scloud+pack+scale+clear", pack=True, scale=True, clear=True)
+
+
+# --- Spot Fleet + ECS (§4.3), Karpenter, Stratus best-fit scale-out (§5.1) -----------------
+
+
+def _fleet(name: str, choice, dim: int) -> ComposedScheduler:
+    from packers.binpack import Binpack
+    from scalers.per_task import PerTaskScaler
+
+    return ComposedScheduler(name, scaler=PerTaskScaler(choice, copack=dim), packer=Binpack(dim))
+
+
+@register("fleet", "Spot Fleet lowestPrice acquisition + ECS binpack (CPU) placement (§4.3 Fleet)")
+def fleet() -> ComposedScheduler:
+    from scalers.per_task import LowestPrice
+
+    return _fleet("fleet", LowestPrice(), 0)
+
+
+@register("fleet-mem", "Spot Fleet lowestPrice + ECS binpack on memory (§4.3 Fleet variant)")
+def fleet_mem() -> ComposedScheduler:
+    from scalers.per_task import LowestPrice
+
+    return _fleet("fleet-mem", LowestPrice(), 1)
+
+
+@register("fleet-diversified",
+          "Spot Fleet diversified acquisition (round-robin over fitting types) + ECS binpack (CPU)")
+def fleet_diversified() -> ComposedScheduler:
+    from scalers.per_task import Diversified
+
+    return _fleet("fleet-diversified", Diversified(), 0)
+
+
+@register("karpenter", "Karpenter: batch first-fit-decreasing provisioning on the cheapest "
+          "fitting types, WhenEmptyOrUnderutilized consolidation after 5 min; not runtime-aware")
+def karpenter() -> ComposedScheduler:
+    from packers.first_fit import FirstFit
+    from scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
+
+    packer = FirstFit()
+    return ComposedScheduler("karpenter", scaler=KarpenterProvisioner(), packer=packer,
+                             migrator=KarpenterConsolidation(packer))
+
+
+@register("stratus-bestfit", "Stratus with the best-fitting instance per new task at scale-out "
+          "(§5.1 ablation)", estimator="history")
+def stratus_bestfit() -> ComposedScheduler:
+    from packers.binning import RuntimeBinPacker
+    from scalers.clearing import InstanceClearing
+    from scalers.per_task import BestFit, PerTaskScaler
+
+    packer = RuntimeBinPacker()
+    return ComposedScheduler("stratus-bestfit", scaler=PerTaskScaler(BestFit()), packer=packer,
+                             migrator=InstanceClearing(packer))

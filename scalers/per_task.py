@@ -1,0 +1,143 @@
+"""Per-task scale-out: each task that fits no live instance gets a new instance whose
+type a ``TypeChoice`` picks for that task alone (Stratus §4.3 "Fleet", §5.1 "best-fitting
+instance for a new task").
+
+Type choices:
+
+* ``LowestPrice``: Spot Fleet's ``lowestPrice`` allocation strategy (§2.1, §4.3): the
+  currently cheapest acquirable type the task fits (the order of
+  ``scalers.task_per_instance.by_price``).
+* ``Diversified``: Spot Fleet's ``diversified`` strategy (§2.1: "add new instances such
+  that the diversity in the spot VM pool increases"; AWS: "launches instances from all the
+  Spot Instance pools that you specify"). With one region and zone a pool is a type, so
+  acquisitions go round-robin over the catalog: the first acquirable type the task fits at
+  or after a cursor that moves past each type chosen.
+* ``BestFit``: the tightest type (§5.1 ablation): the least capacity left over after the
+  task, each dimension as a share of the largest type's; ties to the cheaper type.
+
+``copack`` (a dimension, or None): tasks left in the same tick first go on this tick's new
+instances by ECS binpack on that dimension (packers/binpack.py) before another instance is
+acquired, as ECS places tasks on the instances the fleet just added. Tasks are taken in the
+order given (arrival order from the packers here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from packers.binpack import BinpackIndex
+from pricing.catalog import InstanceType
+from scalers.task_per_instance import by_price
+from stratus.compose import Plan
+from stratus.model import Task
+from stratus.resources import Vec, fits
+from stratus.view import ClusterView
+
+
+class TypeChoice(Protocol):
+    name: str
+
+    def begin(self, view: ClusterView) -> None:
+        """Called once per scheduling event (Stratus §3.1), before ``choose``."""
+
+    def choose(self, req: Vec) -> InstanceType | None:
+        """The type to acquire for a task of request ``req`` (None: none fits; it waits;
+        Stratus §3.3 bids the on-demand price, so a type above it is not acquirable)."""
+
+
+class LowestPrice:
+    name = "lowest-price"
+
+    def begin(self, view: ClusterView) -> None:
+        self._types = by_price(view)
+        self._cache: dict[Vec, InstanceType | None] = {}
+
+    def choose(self, req: Vec) -> InstanceType | None:
+        if req not in self._cache:
+            self._cache[req] = next((t for t in self._types if fits(req, t.capacity)), None)
+        return self._cache[req]
+
+
+class Diversified:
+    name = "diversified"
+
+    def __init__(self) -> None:
+        self.cursor = 0  # index into the catalog of the next pool to draw from
+
+    def begin(self, view: ClusterView) -> None:
+        self._catalog = list(view.catalog)
+        ok = {t.name for t in view.acquirable_types()}
+        self._ok = [t.name in ok for t in self._catalog]
+
+    def choose(self, req: Vec) -> InstanceType | None:
+        cat, ok = self._catalog, self._ok
+        n = len(cat)
+        for k in range(n):
+            i = (self.cursor + k) % n
+            if ok[i] and fits(req, cat[i].capacity):
+                self.cursor = (i + 1) % n
+                return cat[i]
+        return None
+
+
+class BestFit:
+    name = "best-fit"
+
+    def begin(self, view: ClusterView) -> None:
+        self._ref = view.catalog.max_capacity
+        self._types = [(view.price(t), i, t) for i, t in enumerate(view.acquirable_types())]
+        self._cache: dict[Vec, InstanceType | None] = {}
+
+    def choose(self, req: Vec) -> InstanceType | None:
+        if req not in self._cache:
+            ref = self._ref
+            best = min(((sum((c - r) / m for c, r, m in zip(t.capacity, req, ref)), p, i, t)
+                        for p, i, t in self._types if fits(req, t.capacity)), default=None)
+            self._cache[req] = None if best is None else best[3]
+        return self._cache[req]
+
+
+class PerTaskScaler:
+    """Scaler: a new instance per task of the type ``choice`` picks, with optional same-tick
+    binpack of later tasks onto the tick's new instances (``copack``; Stratus §4.3, §5.1)."""
+
+    def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
+        self.choice = choice
+        self.copack = copack
+        self.name = f"per-task-{choice.name}" + ("" if copack is None else "+copack")
+        self._idx: BinpackIndex | None = None
+
+    def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
+        choice = self.choice
+        choice.begin(view)
+        if self.copack is None or not tasks or len(tasks[0].req) != 2:
+            for task in tasks:
+                itype = choice.choose(task.req)
+                if itype is not None:
+                    plan.acquire(itype, (task,))
+            return
+        d = self.copack
+        idx = self._idx
+        if idx is None or idx.tree.cap <= view.catalog.max_capacity[d]:
+            idx = self._idx = BinpackIndex(view.catalog.max_capacity[d], d)
+        groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        try:
+            for task in tasks:
+                req = task.req
+                g = idx.best(req)
+                if g is None:
+                    itype = choice.choose(req)
+                    if itype is None:
+                        continue  # no acquirable type fits it now: it waits
+                    g = len(groups)
+                    groups.append((itype, [], list(itype.capacity)))
+                _, members, free = groups[g]
+                members.append(task)
+                for k, r in enumerate(req):
+                    free[k] -= r
+                idx.update(g, free)
+        finally:
+            idx.clear()
+        for itype, members, _ in groups:
+            plan.acquire(itype, members)
