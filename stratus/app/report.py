@@ -25,6 +25,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], align_left: int = 1)
     return "\n".join(out)
 
 
+def _f3(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def summary_table(s: dict) -> str:
     u, lat = s["utilization"], s["latency"]
     ratio = s["total_cost_usd"] / s["lower_bound_cost_usd"] if s.get("lower_bound_cost_usd") else None
@@ -37,8 +41,9 @@ def summary_table(s: dict) -> str:
         ("fluid lower bound ($)", f"{s['lower_bound_cost_usd']:,.2f}"
          + (f"  (cost = {ratio:.2f} x bound)" if ratio else "")),
         ("instance-hours", f"{s['instance_hours']:,.1f}"),
-        ("utilization cpu / mem", f"{u['cpu']:.3f} / {u['mem']:.3f}"),
-        ("constraining utilization", f"{u['constraining']:.3f} ({s['constraining_resource']})"),
+        # an empty window has no utilization (None in JSON): shown as "-"
+        ("utilization cpu / mem", f"{_f3(u['cpu'])} / {_f3(u['mem'])}"),
+        ("constraining utilization", f"{_f3(u['constraining'])} ({s['constraining_resource']})"),
         ("progress / per-instance util.", f"{_fmt(u.get('progress'))} / "
          f"{_fmt(u.get('per_instance_constraining'))}"),
         ("spin-up share of the bill", _fmt(s.get("spinup_share"))),
