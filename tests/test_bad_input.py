@@ -54,3 +54,32 @@ def test_empty_window_is_an_empty_result_with_zero_cost(capsys, empty_parquet, w
             assert doc["tasks"] == 0 and doc["total_cost_usd"] == 0.0
         else:
             assert "total cost ($)" in out and "0.00" in out
+
+
+# --- defects 1 and 3: spot price files -----------------------------------------------------
+
+M4_TYPES = ("m4.large", "m4.xlarge", "m4.2xlarge", "m4.4xlarge", "m4.10xlarge", "m4.16xlarge")
+
+
+def spot_csv(path: Path, price: str, zero_type: str | None = None) -> Path:
+    lines = ["Timestamp,InstanceType,ProductDescription,AvailabilityZone,SpotPrice"]
+    for t in M4_TYPES:
+        p = "0" if t == zero_type else price
+        lines.append(f"2017-06-05T00:00:00Z,{t},Linux/UNIX,us-west-2a,{p}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_zero_spot_price_is_refused_at_load_naming_file_and_line(tmp_path, capsys):
+    f = spot_csv(tmp_path / "zero.csv", "0.05", zero_type="m4.2xlarge")
+    code, out, err = run_cli(capsys, "replay", "--trace", "synthetic:google?scale=0.02",
+                             "--hours", "1", "--spot-prices", f, "--json")
+    assert_one_line_error(code, out, err, f"{f}: line 4: field 'SpotPrice': zero")
+
+
+def test_a_price_series_refuses_zero():
+    from pricing.prices import PriceSeries
+    from stratus.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="positive"):
+        PriceSeries([0.0, 60.0], [0.1, 0.0])
