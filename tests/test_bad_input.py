@@ -83,3 +83,47 @@ def test_a_price_series_refuses_zero():
 
     with pytest.raises(ConfigError, match="positive"):
         PriceSeries([0.0, 60.0], [0.1, 0.0])
+
+
+# --- defect 7: silently accepted nonsense --------------------------------------------------
+
+def test_a_boolean_cpu_column_is_refused(tmp_path, capsys):
+    f = tmp_path / "bool.csv"
+    f.write_text("job_id,submit_s,runtime_s,cpu,mem_gib\n1,0,60,true,2\n2,5,60,false,2\n")
+    fmt = "generic?job_id=job_id&submit_s=submit_s&runtime_s=runtime_s&cpu=cpu&mem_gib=mem_gib"
+    code, out, err = run_cli(capsys, "traces", "describe", f, "--format", fmt, "--json")
+    assert_one_line_error(code, out, err, f"{f}", "column 'cpu'", "boolean")
+
+
+@pytest.mark.parametrize("hours", ["-5", "nan", "inf", "-0.5"])
+def test_negative_warmup_hours_are_refused(capsys, hours):
+    code, out, err = run_cli(capsys, "replay", "--trace", SWF, "--warmup-hours", hours,
+                             "--json")
+    assert_one_line_error(code, out, err, "--warmup-hours", repr(hours))
+
+
+def test_compare_names_every_scheduler_before_any_replay(capsys, monkeypatch):
+    import stratus.app.cli as cli
+
+    def no_load(*a, **k):
+        raise AssertionError("loaded the trace before validating --schedulers")
+
+    monkeypatch.setattr(cli, "_Session", no_load)
+    code, out, err = run_cli(capsys, "compare", "--trace", "synthetic:google", "--schedulers",
+                             "stratus,nosuch", "--json")
+    assert_one_line_error(code, out, err, "unknown scheduler 'nosuch'")
+
+
+def test_swf_negative_run_time_is_called_invalid_not_missing(tmp_path):
+    from traces.spec import TraceSource
+
+    lines = SWF.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if line.split()[:1] == ["5"])
+    f = lines[i].split()
+    f[3] = "-7"
+    lines[i] = " ".join(f)
+    bad = tmp_path / "neg.swf"
+    bad.write_text("\n".join(lines) + "\n")
+    dropped = TraceSource(str(bad)).full().meta["load_report"]["dropped"]
+    assert dropped.get("jobs with an invalid negative run time (not -1, SWF's missing)") == 1
+    assert dropped.get("jobs with run time missing (-1)") == 1  # job 3's -1
