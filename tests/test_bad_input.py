@@ -127,3 +127,17 @@ def test_swf_negative_run_time_is_called_invalid_not_missing(tmp_path):
     dropped = TraceSource(str(bad)).full().meta["load_report"]["dropped"]
     assert dropped.get("jobs with an invalid negative run time (not -1, SWF's missing)") == 1
     assert dropped.get("jobs with run time missing (-1)") == 1  # job 3's -1
+
+
+# --- defect 6: no size check ---------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, needle", [
+    ("synthetic:google?scale=1e9", "GiB"),
+    ("synthetic:twosigma?scale=1e9", "GiB"),
+    ("synthetic:mms?lam=1e9", "GiB"),
+    ("synthetic:google?hours=1e9&scale=1e-9", "days is too long"),
+])
+def test_a_synthetic_trace_too_big_for_memory_is_refused_before_generating(capsys, spec,
+                                                                             needle):
+    code, out, err = run_cli(capsys, "traces", "describe", spec, "--json")
+    assert_one_line_error(code, out, err, spec.split("?")[0], needle)
