@@ -141,3 +141,32 @@ def test_a_synthetic_trace_too_big_for_memory_is_refused_before_generating(capsy
                                                                              needle):
     code, out, err = run_cli(capsys, "traces", "describe", spec, "--json")
     assert_one_line_error(code, out, err, spec.split("?")[0], needle)
+
+
+def test_spot_prices_always_above_the_bid_end_at_once_with_the_tasks_unfinished(tmp_path,
+                                                                                capsys):
+    import time
+
+    f = spot_csv(tmp_path / "high.csv", "1e9")
+    t0 = time.monotonic()
+    code, out, err = run_cli(capsys, "replay", "--trace", "synthetic:google?scale=0.05",
+                             "--hours", "6", "--spot-prices", f, "--json")
+    doc = json.loads(out)
+    assert code == 0 and time.monotonic() - t0 < 30
+    assert doc["tasks_completed"] == 0 and doc["tasks_unfinished"] == doc["tasks"] > 0
+    assert "capacity can never be had" in doc["ended_early"]
+    assert "tasks unfinished" in err and "Traceback" not in err
+    code, table, _ = run_cli(capsys, "replay", "--trace", "synthetic:google?scale=0.05",
+                             "--hours", "6", "--spot-prices", f)
+    assert code == 0 and "tasks unfinished" in table
+
+
+def test_max_hours_guard_stops_a_replay_with_a_result(capsys):
+    args = ["replay", "--trace", "synthetic:mms?lam=0.05", "--hours", "4", "--seed", "3",
+            "--json", "--max-hours"]
+    doc = json.loads(run_cli(capsys, *args, "1")[1])
+    assert 0 < doc["tasks_unfinished"] < doc["tasks"] and "max-hours" in doc["ended_early"]
+    full = json.loads(run_cli(capsys, *args, "1000")[1])
+    assert full["tasks_unfinished"] == 0 and full["ended_early"] is None
+    assert doc["total_cost_usd"] < full["total_cost_usd"]
+    assert_one_line_error(*run_cli(capsys, *args, "-1"), "--max-hours")

@@ -58,7 +58,7 @@ def warmup_hours(arg: str | float | None, window_h: float) -> float:
     except ValueError:
         hours = math.nan
     if not (math.isfinite(hours) and hours >= 0):
-        raise ConfigError(f"--warmup-hours takes a number of hours >= 0 or 'auto', got {arg!r}")
+        raise ConfigError(f"--warmup-hours takes a number of hours or 'auto' (hours >= 0), got {arg!r}")
     return hours
 
 

@@ -48,6 +48,10 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
     p.add_argument("--migration-footprint", default="request", metavar="request|usage:F",
                    help="memory a migration moves: the request (default) or F in (0, 1] of it")
+    p.add_argument("--max-hours", type=float, default=None, metavar="H",
+                   help="stop a replay H simulated hours after it starts; tasks not done by "
+                        "then are reported unfinished (default: run until every task is done "
+                        "or capacity can never be had)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
@@ -173,6 +177,8 @@ def _check_cloud_options(args) -> None:
 
     spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
+    if args.max_hours is not None and not args.max_hours > 0:
+        raise ConfigError(f"--max-hours takes a positive number of hours, got {args.max_hours}")
 
 
 def cmd_replay(args) -> int:

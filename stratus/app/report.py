@@ -37,6 +37,8 @@ def summary_table(s: dict) -> str:
         ("trace", s["trace"]),
         ("market / estimator", f"{s['market']} / {s['estimator']}"),
         ("tasks completed", f"{s['tasks_completed']:,} / {s['tasks']:,} ({s['jobs']:,} jobs)"),
+        *([("tasks unfinished", f"{s['tasks_unfinished']:,} ({s['ended_early']})")]
+          if s.get("ended_early") else []),
         ("total cost ($)", f"{s['total_cost_usd']:,.2f}"),
         ("fluid lower bound ($)", f"{s['lower_bound_cost_usd']:,.2f}"
          + (f"  (cost = {ratio:.2f} x bound)" if ratio else "")),
@@ -47,7 +49,7 @@ def summary_table(s: dict) -> str:
         ("progress / per-instance util.", f"{_fmt(u.get('progress'))} / "
          f"{_fmt(u.get('per_instance_constraining'))}"),
         ("spin-up share of the bill", _fmt(s.get("spinup_share"))),
-        ("normalized latency p50 / p95", f"{lat['p50']} / {lat['p95']}"),
+        ("normalized latency p50 / p95", f"{_fmt(lat['p50'])} / {_fmt(lat['p95'])}"),
         ("instances acquired", f"{s['instances_acquired']:,}"),
         ("migrations (seconds)", f"{s['migrations']:,} ({s['migration_seconds']:,.0f} s)"),
     ]
