@@ -170,3 +170,101 @@ def test_max_hours_guard_stops_a_replay_with_a_result(capsys):
     assert full["tasks_unfinished"] == 0 and full["ended_early"] is None
     assert doc["total_cost_usd"] < full["total_cost_usd"]
     assert_one_line_error(*run_cli(capsys, *args, "-1"), "--max-hours")
+
+
+# --- defects 4 and 5: output paths, checked first, written whole, never over an input -----
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if a command gets as far as loading its trace."""
+    import stratus.app.cli as cli
+
+    def loaded(*a, **k):
+        raise AssertionError("the trace was loaded before the output path was checked")
+
+    monkeypatch.setattr(cli, "_Session", loaded)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["replay", "--trace", SWF, "--save", "/proc/x"], "--save /proc/x: cannot write in /proc"),
+    (["replay", "--trace", SWF, "--save", "{file}"], "exists and is not a directory"),
+    (["replay", "--trace", SWF, "--save", SWF.parent], "contains the input"),
+    (["replay", "--trace", SWF, "--save", "{tmp}/no/such/dir"], "no such directory"),
+    (["traces", "describe", SWF, "--plot", "nodir/x.png"], "--plot nodir/x.png: no such dir"),
+    (["traces", "describe", "{swf}", "--plot", "{swf}", "--force"], "is the input"),
+    (["traces", "describe", SWF, "--plot", "{file}"], "already exists; pass --force"),
+    (["traces", "describe", SWF, "--plot", "{tmp}"], "is a directory"),
+    (["traces", "convert", SWF, "-o", "/proc/x"], "-o /proc/x: cannot write in /proc"),
+    (["traces", "convert", "{swf}", "-o", "{swf}", "--force"], "is the input"),
+    (["traces", "convert", SWF.parent, "--format", "swf", "-o", SWF.parent / "x.parquet"],
+     "lies inside the input directory"),
+])
+def test_bad_output_paths_are_one_line_before_any_work(tmp_path, capsys, no_work, argv, needle):
+    f = tmp_path / "existing.png"
+    f.write_bytes(b"mine")
+    swf = tmp_path / "copy.swf"  # never the fixture itself: without the fix it is destroyed
+    swf.write_bytes(SWF.read_bytes())
+    argv = [str(a).format(file=f, tmp=tmp_path, swf=swf) for a in argv]
+    assert_one_line_error(*run_cli(capsys, *argv), needle)
+    assert f.read_bytes() == b"mine" and swf.read_bytes() == SWF.read_bytes()
+
+
+def test_describe_never_plots_over_its_input(tmp_path, capsys):
+    t = tmp_path / "t.swf"
+    t.write_bytes(SWF.read_bytes())
+    for extra in ([], ["--force"]):
+        assert_one_line_error(*run_cli(capsys, "traces", "describe", t, "--plot", t, *extra),
+                              "is the input")
+    assert t.read_bytes() == SWF.read_bytes()
+
+
+def test_a_plot_replaces_an_existing_file_only_with_force(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "p.png"
+    png.write_bytes(b"old")
+    assert run_cli(capsys, "traces", "describe", SWF, "--plot", png)[0] == 2
+    assert png.read_bytes() == b"old"
+    assert run_cli(capsys, "traces", "describe", SWF, "--plot", png, "--force")[0] == 0
+    assert png.read_bytes()[:4] == b"\x89PNG" and sorted(tmp_path.iterdir()) == [png]
+
+
+def test_convert_refuses_to_overwrite_without_force(tmp_path, capsys):
+    out = tmp_path / "t.parquet"
+    out.write_bytes(b"mine")
+    assert_one_line_error(*run_cli(capsys, "traces", "convert", SWF, "-o", out),
+                          "already exists; pass --force")
+    assert out.read_bytes() == b"mine"
+
+
+def test_save_is_all_or_nothing(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+
+    out = tmp_path / "run"
+    base = ["replay", "--trace", SWF, "--save", out, "--json"]
+    assert run_cli(capsys, *base)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert set(before) == {"instances.parquet", "jobs.parquet"}
+    assert_one_line_error(*run_cli(capsys, *base), "already holds a saved replay")
+    # interrupted between the two tables: the earlier save stays whole, nothing else is left
+    real = pd.DataFrame.to_parquet
+    calls = []
+
+    def second_write_interrupted(self, path, *a, **k):
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, path, *a, **k)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", second_write_interrupted)
+    code, _, err = run_cli(capsys, *base, "--force", "--seed", "9")
+    assert code == 130 and err.splitlines()[-1] == "stratus: interrupted"
+    assert "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
+    assert run_cli(capsys, *base, "--force", "--seed", "9")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    # a directory of the user's own files is never taken over
+    (out / "notes.txt").write_text("mine")
+    assert_one_line_error(*run_cli(capsys, *base, "--force"), "holds other files (notes.txt)")

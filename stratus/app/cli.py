@@ -62,7 +62,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="replay a trace under one scheduler")
     _add_replay_options(p)
     p.add_argument("--scheduler", default="stratus", help="see `stratus schedulers` (stratus)")
-    p.add_argument("--save", metavar="DIR", help="also write instances/jobs tables as Parquet")
+    p.add_argument("--save", metavar="DIR",
+                   help="also write instances/jobs tables as Parquet into DIR (new or empty; "
+                        "written as a unit)")
+    p.add_argument("--force", action="store_true", help="replace an earlier --save in DIR")
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None, help="comma-separated names (default: all)")
@@ -101,6 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
     p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")
+    p.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("formats", help="list the trace formats")
     p.add_argument("--json", action="store_true")
@@ -170,6 +174,14 @@ def _fitted(sess: _Session):
     return trace
 
 
+def _inputs(args) -> list:
+    """The files and directories a command reads (an output may never be one of them)."""
+    from stratus.app.outputs import input_paths
+
+    return input_paths(getattr(args, "trace", None), getattr(args, "spot_prices", None),
+                       getattr(args, "input", None))
+
+
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
     from stratus.app.runs import spinup_range
@@ -182,22 +194,21 @@ def _check_cloud_options(args) -> None:
 
 
 def cmd_replay(args) -> int:
+    from stratus.app import outputs
     from stratus.app.registry import get_spec
     from stratus.app.runs import replay_one
 
     spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
+    save = (outputs.check_dir(args.save, "--save", _inputs(args), args.force)
+            if args.save else None)  # before the run, not after it
     sess = _Session(args)
     res = replay_one(args, _fitted(sess), spec, sess.history, sess.warmup_hours(),
                      progress=not args.no_progress)
-    if args.save:
-        from pathlib import Path
-
-        out = Path(args.save)
-        out.mkdir(parents=True, exist_ok=True)
-        res.instances.to_parquet(out / "instances.parquet")
-        res.jobs.to_parquet(out / "jobs.parquet")
-        print(f"wrote {out}/instances.parquet and jobs.parquet", file=sys.stderr)
+    if save is not None:
+        outputs.write_dir(save, {"instances.parquet": res.instances.to_parquet,
+                                 "jobs.parquet": res.jobs.to_parquet})
+        print(f"wrote {save}/instances.parquet and jobs.parquet", file=sys.stderr)
     if args.json:
         print(res.to_json())
     else:
@@ -385,8 +396,10 @@ def _traces_convert(args) -> int:
 
     import pyarrow.parquet as pq
 
+    from stratus.app.outputs import check_file
     from traces.conversion import convert_trace
 
+    check_file(args.output, "-o", _inputs(args), args.force)
     t0 = time.perf_counter()
     rep = convert_trace(args.input, args.fmt, Path(args.output), force=args.force)
     rows = pq.ParquetFile(args.output).metadata.num_rows
@@ -402,13 +415,16 @@ def _traces_convert(args) -> int:
 
 
 def _traces_describe(args) -> int:
+    from stratus.app import outputs
     from traces.describe import describe, plot
 
+    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else None
     sess = _Session(args)
     out = {"trace": sess.trace.name, **describe(sess.trace)}
-    if args.plot:
-        plot(sess.trace, args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    if png is not None:
+        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp)))
+        print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
         return 0
