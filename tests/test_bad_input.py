@@ -268,3 +268,59 @@ def test_save_is_all_or_nothing(tmp_path, capsys, monkeypatch):
     # a directory of the user's own files is never taken over
     (out / "notes.txt").write_text("mine")
     assert_one_line_error(*run_cli(capsys, *base, "--force"), "holds other files (notes.txt)")
+
+
+# --- one error path ------------------------------------------------------------------------
+
+def test_usage_errors_are_one_line(capsys):
+    for argv in (["replay", "--hours", "x"], ["bogus"], ["replay"], ["traces"]):
+        assert_one_line_error(*run_cli(capsys, *argv), "--help")
+
+
+def test_an_internal_bug_says_so_and_debug_shows_the_traceback(capsys, monkeypatch):
+    import stratus.app.cli as cli
+
+    def buggy(args):
+        raise ValueError("boom")
+
+    monkeypatch.setitem(cli.COMMANDS, "schedulers", buggy)
+    code, out, err = run_cli(capsys, "schedulers")
+    assert code == 70 and err.count("\n") == 1 and "Traceback" not in err
+    assert "internal error (a bug in stratus" in err and "ValueError: boom" in err
+    assert "--debug" in err
+    code, out, err = run_cli(capsys, "--debug", "schedulers")
+    assert code == 70 and "Traceback" in err and err.splitlines()[-1].endswith("boom")
+
+
+def test_debug_shows_the_traceback_of_a_user_error(capsys):
+    code, _, err = run_cli(capsys, "replay", "--trace", "/no/such.swf", "--debug")
+    assert code == 2 and "Traceback" in err and "no such file" in err.splitlines()[-1]
+
+
+def test_a_directory_given_as_a_file_is_one_line(capsys, tmp_path):
+    assert_one_line_error(*run_cli(capsys, "replay", "--trace", "synthetic:mms", "--hours", "1",
+                                   "--spot-prices", tmp_path), str(tmp_path))
+
+
+# --- interrupts ----------------------------------------------------------------------------
+
+def test_sigint_during_a_long_replay_exits_130_with_one_line_and_no_output(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "saved"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stratus.app.cli", "replay", "--trace",
+         "synthetic:google?scale=1", "--hours", "24", "--scheduler", "first-fit",
+         "--save", str(out), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    time.sleep(6)  # imports, generation, then well inside a replay of a minute or more
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stderr == "stratus: interrupted\n" and stdout == ""
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary name left behind

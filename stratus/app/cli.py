@@ -56,8 +56,20 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
 
+class _UsageError(StratusError):
+    """A command line argparse refuses."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        raise _UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="stratus", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="stratus", description=__doc__.split("\n")[0],
+                 epilog="--debug anywhere on the line: show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("replay", help="replay a trace under one scheduler")
     _add_replay_options(p)
@@ -457,18 +469,47 @@ COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sen
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
 
+EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 2, 70, 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    """Run one command; the one error path. A user's error (a bad option, file, row,
+    field; an unreadable or unwritable path; too little memory) is one line on stderr and
+    exit 2; an interrupt is one line and exit 130; anything else is a bug in stratus, and
+    its one line says so (exit 70). ``--debug`` adds the traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+
+    def fail(code: int, line: str) -> int:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(line, file=sys.stderr, flush=True)
+        return code
+
     try:
+        args = _build_parser().parse_args(argv)
         return COMMANDS[args.cmd](args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
     except StratusError as exc:
-        print(f"stratus: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(EXIT_USAGE, f"stratus: error: {exc}")
     except KeyboardInterrupt:
-        print("stratus: interrupted", file=sys.stderr)
-        return 130
+        return fail(EXIT_INTERRUPTED, "stratus: interrupted")
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the user named, unreadable or unwritable
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(EXIT_USAGE, f"stratus: error: {where}{exc.strerror or exc}")
+    except MemoryError:
+        return fail(EXIT_USAGE, "stratus: error: out of memory; try a smaller trace, window "
+                                "or scale")
+    except Exception as exc:
+        return fail(EXIT_BUG, f"stratus: internal error (a bug in stratus, please report it): "
+                              f"{type(exc).__name__}: {exc}"
+                              + ("" if debug else " (rerun with --debug for the traceback)"))
 
 
 def entry() -> None:
