@@ -5,36 +5,60 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
 from stratus.errors import ConfigError, StratusError
+
+MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
+
+
+def _number(what: str, lo: float | None = None, above: bool = False, integer: bool = False,
+            hi: float | None = None):
+    """An argparse type: a finite number (or integer) >= lo (> lo with ``above``), <= hi."""
+    def parse(text: str):
+        try:
+            v = int(text) if integer else float(text)
+        except ValueError:
+            v = None
+        ok = v is not None and math.isfinite(v) and (
+            lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
+        if not ok:
+            bound = "" if lo is None else f" {'>' if above else '>='} {lo:g}"
+            bound += "" if hi is None else f" and <= {hi:g}"
+            raise argparse.ArgumentTypeError(f"takes {what}{bound}, got {text!r}")
+        return v
+    return parse
 
 
 def _add_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt",
                    help="trace file format, e.g. swf, google2011, umass, generic?... "
                         "(see `stratus traces formats`)")
-    p.add_argument("--hours", type=float, help="length of the window in hours")
-    p.add_argument("--start", type=float, help="window start, seconds of trace time")
+    p.add_argument("--hours", type=_number("a number of hours", 0),
+                   help="length of the window in hours")
+    p.add_argument("--start", type=_number("a number of seconds"),
+                   help="window start, seconds of trace time")
     p.add_argument("--slice", type=int, metavar="K",
                    help="use seeded random window K of --slices (Stratus §4.2: 1-day ranges)")
     p.add_argument("--slices", type=int, default=None, metavar="N",
                    help="number of random windows --slice picks from (20); compare and "
                         "sensitivity without --slice: run slices 0..N-1 and report the spread")
-    p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up, noise, slices")
+    p.add_argument("--seed", type=_number("an integer", 0, integer=True, hi=2**63 - 1), default=0, help="seed for workload, spin-up, noise, slices")
 
 
 def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
-    p.add_argument("--tick", type=float, default=60.0, help="scheduling interval in seconds (60)")
+    p.add_argument("--tick", type=_number("a number of seconds", MIN_TICK_S), default=60.0,
+                   help="scheduling interval in seconds (60; at least 1)")
     p.add_argument("--market", default="spot",
                    help="market for acquisitions: spot (default; bid = on-demand) or on-demand")
     p.add_argument("--spot-prices", metavar="FILE",
                    help="AWS spot price history (JSON, CSV/TSV, text); default: bundled m4 trace")
     p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
-    p.add_argument("--spot-start", type=float, default=0.0,
+    p.add_argument("--spot-start", type=_number("a number of seconds"), default=0.0,
                    help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--estimator", default=None,
                    help="oracle, noisy:H or history (default: the scheduler's, else oracle)")
@@ -45,10 +69,12 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs with a task larger than every instance type (reported)")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
-    p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
+    p.add_argument("--migration-mbps", type=_number("a rate in Mbit/s", 0, above=True),
+                   default=160.0, help="migration rate, Mbit/s")
     p.add_argument("--migration-footprint", default="request", metavar="request|usage:F",
                    help="memory a migration moves: the request (default) or F in (0, 1] of it")
-    p.add_argument("--max-hours", type=float, default=None, metavar="H",
+    p.add_argument("--max-hours", type=_number("a number of hours", 0, above=True), default=None,
+                   metavar="H",
                    help="stop a replay H simulated hours after it starts; tasks not done by "
                         "then are reported unfinished (default: run until every task is done "
                         "or capacity can never be had)")
