@@ -37,8 +37,8 @@ class PriceSeries:
             raise ConfigError("a price series needs equally many times and prices, at least one")
         if np.any(np.diff(t) <= 0):
             raise ConfigError("price series times must be strictly increasing")
-        if np.any(~np.isfinite(p)) or np.any(p < 0):
-            raise ConfigError("prices must be finite and non-negative")
+        if np.any(~np.isfinite(p)) or np.any(p <= 0):  # zero: see docs/decisions.md
+            raise ConfigError("prices must be finite and positive")
         self.times = t
         self.prices = p
         # _cum[i] = integral of the price from times[0] to times[i], in $*s/h

@@ -317,8 +317,10 @@ def _prices(raw: _Raw) -> np.ndarray:
     s = raw.cols["price"]
     p = pd.to_numeric(pd.Series(s, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
     nan = np.isnan(p)
+    # zero is refused like a negative price: AWS never sells capacity for nothing, and a
+    # free instance makes "work per dollar" (the cost-efficiency scaler) undefined
     for mask, what in ((nan, "not a number"), (~nan & ~np.isfinite(p), "not finite"),
-                       (~nan & (p < 0), "negative")):
+                       (~nan & (p < 0), "negative"), (p == 0, "zero (prices must be > 0)")):
         bad = np.flatnonzero(mask)
         if bad.size:
             i = int(bad[0])
@@ -542,10 +544,10 @@ def _read_compact(path: Path, zone: str | None, product: str | None,
         if not rows.size:
             continue
         tt, uu = t[rows], u[rows]
-        bad = np.flatnonzero(np.concatenate([[False], np.diff(tt) <= 0]) | (uu < 0))
+        bad = np.flatnonzero(np.concatenate([[False], np.diff(tt) <= 0]) | (uu <= 0))
         if bad.size:
             raise TraceError(f"{src}: record {int(rows[bad[0]]) + 1}: type {name!r}: times must "
-                             "increase and prices be >= 0")
+                             "increase and prices be > 0")
         series[str(name)] = PriceSeries(tt + shift, uu / UNITS_PER_USD)
     report = LoadReport(source=src, rows_read=int(t.size))
     return SpotHistory(series, base.to_pydatetime(), info.get("zone"), info.get("product"),

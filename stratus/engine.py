@@ -77,6 +77,7 @@ class ReplayConfig:
     readjust: bool = True  # Stratus §3.4 heuristic 1
     record: bool = False  # keep per-interval logs for invariant checks
     max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
+    max_hours: float | None = None  # guard: stop this many simulated hours after the start
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -87,6 +88,8 @@ class ReplayConfig:
             raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi, got {self.spinup_s}")
         if not self.migration_mbps > 0:
             raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
+        if self.max_hours is not None and not self.max_hours > 0:
+            raise ConfigError(f"--max-hours must be a positive number, got {self.max_hours}")
         footprint_fraction(self.migration_footprint)
 
 
@@ -217,6 +220,8 @@ class Engine:
         self.revocations = 0
         self.tasks_revoked = 0
         self.ticks = 0
+        self._price_events = 0  # price changes on the heap: none left, prices are final
+        self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         # run segments (progress intervals) for the fluid lower bound and audits
         self.seg_start = array("d")  # compact: one entry per run segment, read at the end
         self.seg_end = array("d")
@@ -424,11 +429,13 @@ class Engine:
                 self._begin_transfer(task, t)
 
     def _on_price(self, key: tuple[str, str], t: float) -> None:
+        self._price_events -= 1
         price = self.prices.price(key[0], key[1], t)
         self.current_price[key] = price
         nxt = self.prices.next_change(key[0], key[1], t)
         if nxt < math.inf:
             self._push(nxt, EV_PRICE, key)
+            self._price_events += 1
         if key[1] == SPOT:
             for inst in self._spot_live.get(key[0], {}).values():
                 if inst.revoke_at is None and price > inst.bid:
@@ -612,7 +619,7 @@ class Engine:
         cfg = self.cfg
         self.estimator.bind(self.trace)
         if self.n == 0:
-            return ReplayResult.build(self, _time.perf_counter() - wall0)
+            return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self._submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
         self.now = first_tick
         for itype in cfg.catalog:
@@ -624,6 +631,7 @@ class Engine:
                 nxt = self.prices.next_change(itype.name, market, first_tick)
                 if nxt < math.inf:
                     self._push(nxt, EV_PRICE, key)
+                    self._price_events += 1
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
         self._push(first_tick, EV_TICK)
@@ -632,8 +640,14 @@ class Engine:
         progress = cfg.progress
         n = self.n
         done_at_tick = 0  # tasks finished as of the last tick, for the stall guard
+        limit = math.inf if cfg.max_hours is None else first_tick + cfg.max_hours * 3600.0
         while heap:
             t, kind, _, a, b = heappop(heap)
+            if t > limit:  # the max_hours guard: stop at the limit, not at the next event
+                self.now = limit
+                self._halt(limit, f"stopped at the max-hours guard ({cfg.max_hours:g} h of "
+                                  f"simulated time)")
+                break
             self.now = t
             if kind == EV_FINISH:
                 self._on_finish(a, b, t)
@@ -646,15 +660,20 @@ class Engine:
                         self._apply(dec)
                 if self.n_done == n and all(not i._tasks for i in self.alive.values()):
                     break
+                starved = self._starved()
+                if starved:
+                    self._halt(t, starved)
+                    break
                 # a scheduler that never places, or a market that revokes everything it
-                # gets, would tick forever: give up when no task has finished for too long
+                # gets, would tick forever: stop when no task has finished for too long
                 if self.n_done == done_at_tick:
                     idle_ticks += 1
                     if idle_ticks > cfg.max_idle_ticks:
-                        raise StratusError(
-                            f"scheduler {getattr(self.scheduler, 'name', '?')!r}: no task finished "
-                            f"for {idle_ticks} ticks ({len(self.pending)} pending, "
-                            f"{n - self.n_done} unfinished); raise max_idle_ticks for longer tasks")
+                        self._halt(t, f"scheduler {getattr(self.scheduler, 'name', '?')!r}: no "
+                                      f"task finished for {idle_ticks - 1} ticks "
+                                      f"({len(self.pending)} pending); raise max_idle_ticks "
+                                      f"for longer tasks")
+                        break
                 else:
                     idle_ticks = 0
                 done_at_tick = self.n_done
@@ -674,11 +693,56 @@ class Engine:
         for inst in list(self.alive.values()):  # kept-idle instances end with the replay
             inst.keep = False
             self._release(inst, self.now)
-        if self.n_done != n:
-            raise StratusError(f"replay ended with {n - self.n_done} unfinished task(s)")
+        if self.n_done != n and self.ended_early is None:
+            raise StratusError(f"engine bug: replay ended with {n - self.n_done} unfinished "
+                               f"task(s) and no reason")
         if progress is not None:
             progress(self.now, self.n_done, n)
-        return ReplayResult.build(self, _time.perf_counter() - wall0)
+        return self._result(_time.perf_counter() - wall0)
+
+    def _result(self, wall_s: float) -> ReplayResult:
+        res = ReplayResult.build(self, wall_s)
+        res.summary["tasks_unfinished"] = self.n - self.n_done
+        res.summary["ended_early"] = self.ended_early
+        return res
+
+    def _starved(self) -> str | None:
+        """Why no task can ever run again, or None. With no instance alive and no price
+        change ahead, the state can only change by acquiring; if no type is acquirable in
+        any allowed market (spot: price above the bid), or every task left fits none of
+        those that are and no more arrive, capacity can never be had."""
+        if self.alive or self._price_events or ON_DEMAND in self.markets:
+            return None
+        if not self.pending and self._next_arrival >= self.n:
+            return None
+        ok = self.view.acquirable_types() if SPOT in self.markets else []
+        if ok and (self._next_arrival < self.n or any(
+                all(r <= c for r, c in zip(task.req, it.capacity))
+                for task in self.pending for it in ok)):
+            return None
+        what = ("every instance type's spot price stays above the bid"
+                if not ok else "no task left fits a type whose spot price is within the bid")
+        return f"capacity can never be had: {what} to the end of the price trace"
+
+    def _halt(self, t: float, why: str) -> None:
+        """End the replay at ``t`` with tasks unfinished: running tasks stop (their progress
+        so far is kept in the run segments), transfers abort, every instance is released and
+        billed to ``t``. ``why`` is reported in the summary (``ended_early``)."""
+        self.ended_early = why
+        for inst in list(self.alive.values()):
+            for task in list(inst._tasks.values()):
+                tid = task.tid
+                if self.loc[tid] is inst:
+                    if self.state[tid] == RUNNING:
+                        self._stop_progress(tid, t)
+                    elif self.state[tid] == MIGRATING:
+                        self._abort_transfer(tid, t)
+                        self.epoch[tid] += 1
+                    self.state[tid] = PENDING
+                self._unhold(inst, task, t)
+            inst.keep = False
+            self._release(inst, t)
+        self.mig_dest.clear()
 
 
 def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides) -> ReplayResult:

@@ -73,3 +73,17 @@ def test_chaos_policy_invariants(trace, conf, policy_seed):
 def test_chaos_policy_is_deterministic(trace, conf, policy_seed):
     assert comparable(run(trace, ChaosScheduler(policy_seed), conf)) == \
         comparable(run(trace, ChaosScheduler(policy_seed), conf))
+
+
+@settings(max_examples=60)
+@given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000),
+       max_hours=st.floats(0.01, 1.5))
+def test_a_replay_stopped_by_the_max_hours_guard_keeps_the_invariants(trace, conf,
+                                                                      policy_seed, max_hours):
+    cfg = ReplayConfig(record=True, max_hours=max_hours, **conf)
+    res = Engine(trace, ChaosScheduler(policy_seed), cfg).run()
+    check_invariants(trace, res, partial=True)
+    limit = max(i.released_at for i in res.audit["instances"].values()) \
+        if res.audit["instances"] else 0.0
+    assert limit <= (trace.column("submit_s").min() // conf["tick_s"] + 1) * conf["tick_s"] \
+        + max_hours * 3600.0 + 1e-6  # nothing is billed past the guard

@@ -5,6 +5,7 @@ history before a window that a learning estimator may train on."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -49,13 +50,16 @@ def warmup_hours(arg: str | float | None, window_h: float) -> float:
     """Hours of history a learning estimator trains on before a window of ``window_h``
     hours: ``auto`` (or None) is the window's length within [1, 24] hours (the estimator's
     groups need recent runs of the same programs, not a day of them for an hour's replay);
-    a number is taken as given (0 or less: no warm-up)."""
+    a finite number >= 0 is taken as given (0: no warm-up); a negative one is refused."""
     if arg is None or (isinstance(arg, str) and arg.strip().lower() == "auto"):
         return min(WARMUP_MAX_H, max(WARMUP_MIN_H, float(window_h)))
     try:
-        return float(arg)
+        hours = float(arg)
     except ValueError:
-        raise ConfigError(f"--warmup-hours takes a number of hours or 'auto', got {arg!r}") from None
+        hours = math.nan
+    if not (math.isfinite(hours) and hours >= 0):
+        raise ConfigError(f"--warmup-hours takes a number of hours or 'auto' (hours >= 0), got {arg!r}")
+    return hours
 
 
 def guess_format(path: Path) -> str:

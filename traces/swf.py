@@ -12,7 +12,8 @@ ints). Every other non-blank line is a job with exactly 18 whitespace-separated 
      5 allocated processors 11 status                    17 preceding job number
      6 average CPU time     12 user ID                   18 think time
 
--1 means missing (any negative value is read as missing: none can be a real quantity).
+-1 means missing (any negative value is read as missing: none can be a real quantity),
+except that a run time below -1 is reported as invalid, not as missing.
 The file is streamed line by line (gzip is detected by its magic bytes); any malformed
 data line (field count, a non-number, a fractional id or count, non-ASCII/non-UTF-8 bytes,
 a truncated gzip stream) is a TraceError "FILE:LINE: ...".
@@ -21,7 +22,8 @@ Mapping, per job (an SWF job is rigid: it needs all its processors at once):
     job_id = job number; submit_s = submit time (seconds from the log's UnixStartTime,
     kept in meta["origin_unix_s"]); one task with cpu = processors (allocated, else
     requested); with ``per_processor=1`` one 1-vCPU task per processor instead.
-    runtime_s = run time; run time missing -> the job is dropped and counted; run time 0
+    runtime_s = run time; run time missing or negative -> the job is dropped and counted
+    (under its own reason for each); run time 0
     means "under the log's 1 s resolution" and is raised to ``min_runtime_s`` (default 1.0),
     counted in a note. estimate_s = requested time when >= 0 (the user's estimate; the
     column is kept only if every kept job has one). mem_gib = used memory, else requested
@@ -273,7 +275,9 @@ def _jobs(source: str, v: np.ndarray, lines: np.ndarray, report: LoadReport, min
     """The canonical frame and the kept jobs' counts by status."""
     procs = np.where(v[:, ALLOC] > 0, v[:, ALLOC], v[:, REQ_PROCS])
     reasons = [
-        (v[:, RUN] < 0, "jobs with run time missing (-1)"),
+        (v[:, RUN] == -1, "jobs with run time missing (-1)"),
+        # -1 is SWF's "missing"; any other negative run time is an invalid value
+        (v[:, RUN] < 0, "jobs with an invalid negative run time (not -1, SWF's missing)"),
         (v[:, SUBMIT] < 0, "jobs with submit time missing (-1)"),
         (procs <= 0, "jobs with no processor count (allocated and requested missing)"),
     ]

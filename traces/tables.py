@@ -279,6 +279,10 @@ def numbers(table: Table, column: str, *, integer: bool = False, empty_ok: bool 
     s = table.frame[column]
     if pd.api.types.is_datetime64_any_dtype(s) or pd.api.types.is_timedelta64_dtype(s):
         raise TraceError(f"{table.source}: {_field(column, what)} holds datetimes, not numbers")
+    if pd.api.types.is_bool_dtype(s) or (s.dtype == object and s.map(type).eq(bool).any()):
+        # pandas reads true/false as booleans and to_numeric would take them as 1 and 0
+        i = _first(s.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy())
+        raise table.error(i, column, f"a boolean, not a number: {_shown(s.iloc[i])}", what)
     empty = s.isna().to_numpy()
     try:
         num = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)

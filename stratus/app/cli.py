@@ -5,36 +5,60 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
 from stratus.errors import ConfigError, StratusError
+
+MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
+
+
+def _number(what: str, lo: float | None = None, above: bool = False, integer: bool = False,
+            hi: float | None = None):
+    """An argparse type: a finite number (or integer) >= lo (> lo with ``above``), <= hi."""
+    def parse(text: str):
+        try:
+            v = int(text) if integer else float(text)
+        except ValueError:
+            v = None
+        ok = v is not None and math.isfinite(v) and (
+            lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
+        if not ok:
+            bound = "" if lo is None else f" {'>' if above else '>='} {lo:g}"
+            bound += "" if hi is None else f" and <= {hi:g}"
+            raise argparse.ArgumentTypeError(f"takes {what}{bound}, got {text!r}")
+        return v
+    return parse
 
 
 def _add_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt",
                    help="trace file format, e.g. swf, google2011, umass, generic?... "
                         "(see `stratus traces formats`)")
-    p.add_argument("--hours", type=float, help="length of the window in hours")
-    p.add_argument("--start", type=float, help="window start, seconds of trace time")
+    p.add_argument("--hours", type=_number("a number of hours", 0),
+                   help="length of the window in hours")
+    p.add_argument("--start", type=_number("a number of seconds"),
+                   help="window start, seconds of trace time")
     p.add_argument("--slice", type=int, metavar="K",
                    help="use seeded random window K of --slices (Stratus §4.2: 1-day ranges)")
     p.add_argument("--slices", type=int, default=None, metavar="N",
                    help="number of random windows --slice picks from (20); compare and "
                         "sensitivity without --slice: run slices 0..N-1 and report the spread")
-    p.add_argument("--seed", type=int, default=0, help="seed for workload, spin-up, noise, slices")
+    p.add_argument("--seed", type=_number("an integer", 0, integer=True, hi=2**63 - 1), default=0, help="seed for workload, spin-up, noise, slices")
 
 
 def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
-    p.add_argument("--tick", type=float, default=60.0, help="scheduling interval in seconds (60)")
+    p.add_argument("--tick", type=_number("a number of seconds", MIN_TICK_S), default=60.0,
+                   help="scheduling interval in seconds (60; at least 1)")
     p.add_argument("--market", default="spot",
                    help="market for acquisitions: spot (default; bid = on-demand) or on-demand")
     p.add_argument("--spot-prices", metavar="FILE",
                    help="AWS spot price history (JSON, CSV/TSV, text); default: bundled m4 trace")
     p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
-    p.add_argument("--spot-start", type=float, default=0.0,
+    p.add_argument("--spot-start", type=_number("a number of seconds"), default=0.0,
                    help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--estimator", default=None,
                    help="oracle, noisy:H or history (default: the scheduler's, else oracle)")
@@ -45,20 +69,41 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs with a task larger than every instance type (reported)")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
-    p.add_argument("--migration-mbps", type=float, default=160.0, help="migration rate, Mbit/s")
+    p.add_argument("--migration-mbps", type=_number("a rate in Mbit/s", 0, above=True),
+                   default=160.0, help="migration rate, Mbit/s")
     p.add_argument("--migration-footprint", default="request", metavar="request|usage:F",
                    help="memory a migration moves: the request (default) or F in (0, 1] of it")
+    p.add_argument("--max-hours", type=_number("a number of hours", 0, above=True), default=None,
+                   metavar="H",
+                   help="stop a replay H simulated hours after it starts; tasks not done by "
+                        "then are reported unfinished (default: run until every task is done "
+                        "or capacity can never be had)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
 
+class _UsageError(StratusError):
+    """A command line argparse refuses."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        raise _UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="stratus", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="stratus", description=__doc__.split("\n")[0],
+                 epilog="--debug anywhere on the line: show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("replay", help="replay a trace under one scheduler")
     _add_replay_options(p)
     p.add_argument("--scheduler", default="stratus", help="see `stratus schedulers` (stratus)")
-    p.add_argument("--save", metavar="DIR", help="also write instances/jobs tables as Parquet")
+    p.add_argument("--save", metavar="DIR",
+                   help="also write instances/jobs tables as Parquet into DIR (new or empty; "
+                        "written as a unit)")
+    p.add_argument("--force", action="store_true", help="replace an earlier --save in DIR")
     p = sub.add_parser("compare", help="replay one trace under several schedulers")
     _add_replay_options(p)
     p.add_argument("--schedulers", default=None,
@@ -184,6 +229,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
     p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")
+    p.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("formats", help="list the trace formats")
     p.add_argument("--json", action="store_true")
@@ -253,6 +299,14 @@ def _fitted(sess: _Session):
     return trace
 
 
+def _inputs(args) -> list:
+    """The files and directories a command reads (an output may never be one of them)."""
+    from stratus.app.outputs import input_paths
+
+    return input_paths(getattr(args, "trace", None), getattr(args, "spot_prices", None),
+                       getattr(args, "input", None))
+
+
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
     from stratus.app.runs import spinup_range
@@ -260,25 +314,26 @@ def _check_cloud_options(args) -> None:
 
     spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
+    if args.max_hours is not None and not args.max_hours > 0:
+        raise ConfigError(f"--max-hours takes a positive number of hours, got {args.max_hours}")
 
 
 def cmd_replay(args) -> int:
+    from stratus.app import outputs
     from stratus.app.registry import get_spec
     from stratus.app.runs import replay_one
 
     spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
+    save = (outputs.check_dir(args.save, "--save", _inputs(args), args.force)
+            if args.save else None)  # before the run, not after it
     sess = _Session(args)
     res = replay_one(args, _fitted(sess), spec, sess.history, sess.warmup_hours(),
                      progress=not args.no_progress)
-    if args.save:
-        from pathlib import Path
-
-        out = Path(args.save)
-        out.mkdir(parents=True, exist_ok=True)
-        res.instances.to_parquet(out / "instances.parquet")
-        res.jobs.to_parquet(out / "jobs.parquet")
-        print(f"wrote {out}/instances.parquet and jobs.parquet", file=sys.stderr)
+    if save is not None:
+        outputs.write_dir(save, {"instances.parquet": res.instances.to_parquet,
+                                 "jobs.parquet": res.jobs.to_parquet})
+        print(f"wrote {save}/instances.parquet and jobs.parquet", file=sys.stderr)
     if args.json:
         print(res.to_json())
     else:
@@ -567,8 +622,10 @@ def _traces_convert(args) -> int:
 
     import pyarrow.parquet as pq
 
+    from stratus.app.outputs import check_file
     from traces.conversion import convert_trace
 
+    check_file(args.output, "-o", _inputs(args), args.force)
     t0 = time.perf_counter()
     rep = convert_trace(args.input, args.fmt, Path(args.output), force=args.force)
     rows = pq.ParquetFile(args.output).metadata.num_rows
@@ -584,13 +641,16 @@ def _traces_convert(args) -> int:
 
 
 def _traces_describe(args) -> int:
+    from stratus.app import outputs
     from traces.describe import describe, plot
 
+    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else None
     sess = _Session(args)
     out = {"trace": sess.trace.name, **describe(sess.trace)}
-    if args.plot:
-        plot(sess.trace, args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    if png is not None:
+        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp)))
+        print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -624,18 +684,47 @@ COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sen
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
 
+EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 2, 70, 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    """Run one command; the one error path. A user's error (a bad option, file, row,
+    field; an unreadable or unwritable path; too little memory) is one line on stderr and
+    exit 2; an interrupt is one line and exit 130; anything else is a bug in stratus, and
+    its one line says so (exit 70). ``--debug`` adds the traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+
+    def fail(code: int, line: str) -> int:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(line, file=sys.stderr, flush=True)
+        return code
+
     try:
+        args = _build_parser().parse_args(argv)
         return COMMANDS[args.cmd](args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
     except StratusError as exc:
-        print(f"stratus: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(EXIT_USAGE, f"stratus: error: {exc}")
     except KeyboardInterrupt:
-        print("stratus: interrupted", file=sys.stderr)
-        return 130
+        return fail(EXIT_INTERRUPTED, "stratus: interrupted")
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the user named, unreadable or unwritable
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(EXIT_USAGE, f"stratus: error: {where}{exc.strerror or exc}")
+    except MemoryError:
+        return fail(EXIT_USAGE, "stratus: error: out of memory; try a smaller trace, window "
+                                "or scale")
+    except Exception as exc:
+        return fail(EXIT_BUG, f"stratus: internal error (a bug in stratus, please report it): "
+                              f"{type(exc).__name__}: {exc}"
+                              + ("" if debug else " (rerun with --debug for the traceback)"))
 
 
 def entry() -> None:

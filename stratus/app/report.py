@@ -32,6 +32,10 @@ def _integer_bound(s: dict) -> str:
     return f"{lo:,.2f}" + (f"  (cost = {s['total_cost_usd'] / lo:.2f} x bound)" if lo else "")
 
 
+def _f3(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def summary_table(s: dict) -> str:
     u, lat = s["utilization"], s["latency"]
     ratio = s["total_cost_usd"] / s["lower_bound_cost_usd"] if s.get("lower_bound_cost_usd") else None
@@ -40,18 +44,21 @@ def summary_table(s: dict) -> str:
         ("trace", s["trace"]),
         ("market / estimator", f"{s['market']} / {s['estimator']}"),
         ("tasks completed", f"{s['tasks_completed']:,} / {s['tasks']:,} ({s['jobs']:,} jobs)"),
+        *([("tasks unfinished", f"{s['tasks_unfinished']:,} ({s['ended_early']})")]
+          if s.get("ended_early") else []),
         ("total cost ($)", f"{s['total_cost_usd']:,.2f}"),
         ("fluid lower bound ($)", f"{s['lower_bound_cost_usd']:,.2f}"
          + (f"  (cost = {ratio:.2f} x bound)" if ratio else "")),
         ("integer lower bound ($)", _integer_bound(s)),
         ("instance-hours", _fmt(s["instance_hours"]) if s["instance_hours"] is None
          else f"{s['instance_hours']:,.1f}"),
-        ("utilization cpu / mem", f"{u['cpu']:.3f} / {u['mem']:.3f}"),
-        ("constraining utilization", f"{u['constraining']:.3f} ({s['constraining_resource']})"),
+        # an empty window has no utilization (None in JSON): shown as "-"
+        ("utilization cpu / mem", f"{_f3(u['cpu'])} / {_f3(u['mem'])}"),
+        ("constraining utilization", f"{_f3(u['constraining'])} ({s['constraining_resource']})"),
         ("progress / per-instance util.", f"{_fmt(u.get('progress'))} / "
          f"{_fmt(u.get('per_instance_constraining'))}"),
         ("spin-up share of the bill", _fmt(s.get("spinup_share"))),
-        ("normalized latency p50 / p95", f"{lat['p50']} / {lat['p95']}"),
+        ("normalized latency p50 / p95", f"{_fmt(lat['p50'])} / {_fmt(lat['p95'])}"),
         ("instances acquired", f"{s['instances_acquired']:,}"),
         ("migrations (seconds)", f"{s['migrations']:,} ({s['migration_seconds']:,.0f} s)"),
     ]

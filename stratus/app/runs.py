@@ -47,7 +47,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     cfg = ReplayConfig(tick_s=args.tick, spinup_s=spinup_range(args.spinup),
                        migration_mbps=args.migration_mbps,
                        migration_footprint=args.migration_footprint, seed=args.seed,
-                       catalog=get_catalog(args.catalog))
+                       catalog=get_catalog(args.catalog),
+                       max_hours=getattr(args, "max_hours", None))
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
     if spec.kind == COST_MODEL:  # no engine: the model bills the trace itself
         return spec.factory().replay(trace, cfg)
@@ -62,7 +63,16 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     res = Engine(trace, spec.factory(), cfg).run()
     if est.learns_online and warmup_h is not None:
         res.summary["estimator_warmup_hours"] = round(max(0.0, warmup_h), 4)
+    warn_unfinished(res.summary)
     return res
+
+
+def warn_unfinished(summary: dict) -> None:
+    """One line on stderr for a replay that ended with tasks unfinished."""
+    if summary.get("ended_early"):
+        print(f"stratus: warning: {summary['scheduler']}: {summary['tasks_unfinished']:,} of "
+              f"{summary['tasks']:,} tasks unfinished: {summary['ended_early']}",
+              file=sys.stderr, flush=True)
 
 
 def default_jobs() -> int:

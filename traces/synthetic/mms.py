@@ -43,6 +43,7 @@ def generate(hours: float = 24.0, seed: int = 0, scale: float = 1.0, start_s: fl
     _check(lam, mu, cpu, mem)
     rng_arr, rng_svc = c.substreams(seed, 2)
     duration = hours * 3600.0
+    c.check_size("mms", lam * scale * duration, duration / c.DAY_S)
     n = rng_arr.poisson(lam * scale * duration)
     submit = start_s + np.sort(rng_arr.uniform(0.0, duration, size=n))
     # exponential() can return exactly 0 (probability ~2**-53); runtimes must be > 0.

@@ -284,16 +284,21 @@ def generate(m: ProgramModel, hours: float, seed: int, scale: float,
     cut); else every job submitted in the window, however long it runs."""
     c.check_common(hours, seed, scale, start_s)
     rng_cat = c.substreams(seed, 2)[0]
-    cat = Catalog(rng_cat, m, scale)
     duration = hours * 3600.0
     end_s = start_s + duration
+    first_day, end_day = np.floor(start_s / c.DAY_S), np.ceil(end_s / c.DAY_S)
+    # the program catalog grows with the scale too: refuse before drawing it
+    c.check_size(m.name, (m.programs + m.users) * scale, end_day - first_day, what="programs")
+    cat = Catalog(rng_cat, m, scale)
     # Job arrival rate: from the volume in jobs where the model gives one (a trace published as
     # a job count), else from tasks through the catalog's mean job size.
     if m.jobs_per_day is not None:
         mean_rate = m.jobs_per_day * scale / c.DAY_S
     else:
         mean_rate = m.tasks_per_day * scale / cat.mean_tasks_per_job / c.DAY_S
-    days = range(int(np.floor(start_s / c.DAY_S)), int(np.ceil(end_s / c.DAY_S)))
+    c.check_size(m.name, mean_rate * cat.mean_tasks_per_job * (end_day - first_day) * c.DAY_S,
+                 end_day - first_day)
+    days = range(int(first_day), int(end_day))
     parts = [_day_jobs(m, cat, seed, d, mean_rate) for d in days]
     job_keys = [k for k in parts[0] if k != "task_rt"]
     jobs = {k: np.concatenate([p[k] for p in parts]) for k in job_keys}
