@@ -141,6 +141,8 @@ class FargateCostModel:
             "trace": trace.name,
             "tasks": n,
             "tasks_completed": n,
+            "tasks_unfinished": 0,  # no capacity to wait for: every task runs
+            "ended_early": None,
             "total_cost_usd": _r(total),
             "lower_bound_cost_usd": _r(lower),
             "lower_bound_integer_usd": _r(lower_int),
