@@ -44,6 +44,9 @@ class FreeTree:
         for i, (a, b) in enumerate(values, cap):
             m0[i] = a
             m1[i] = b
+        if not values:  # all dead: so are the maxima (a 2^19-slot tree costs 0.15 s to fold)
+            self.cap, self.m0, self.m1 = cap, m0, m1
+            return
         for i in range(cap - 1, 0, -1):
             a, b = m0[2 * i], m0[2 * i + 1]
             m0[i] = a if a > b else b

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from stratus.app.cli import main
 
 FIX = Path(__file__).parent / "fixtures"
-FUZZ_EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "600"))
+FUZZ_EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "300"))
 SECONDS_PER_RUN = 20
 SEEN: dict = {"vectors": [], "errors": set(), "ok": 0}
 RANDOM = os.environ.get("STRATUS_FUZZ_RANDOM") == "1"  # explore: a new seed each session

@@ -44,8 +44,10 @@ def run(trace, scheduler, conf, prices=None):
     return Engine(trace, scheduler, cfg).run()
 
 
+# per scheduler (17 of them): enough to cover tick/arrival coincidences and spin-ups; the
+# chaos policy below, which uses every kind of decision, gets the long run
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=60)
+@settings(max_examples=35)
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_invariants(name, trace, conf):
     res = run(trace, make_scheduler(name), conf)
@@ -53,7 +55,7 @@ def test_registered_scheduler_invariants(name, trace, conf):
 
 
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=25)
+@settings(max_examples=10)
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_is_deterministic(name, trace, conf):
     a = run(trace, make_scheduler(name), conf)
