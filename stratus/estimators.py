@@ -128,8 +128,11 @@ def task_estimates(est: Estimator, frame) -> np.ndarray:
 def _online_pass(est: Estimator, frame, per_task: np.ndarray | None = None
                  ) -> list[tuple[float, float]]:
     jobs = trace_jobs(frame)
+    # ends first at ties, except a job's own end, which follows its submission (a job of no
+    # length, or whose runtime vanishes next to a huge submit time in floating point)
     events = sorted([(sub, 1, i) for i, (sub, _, _) in enumerate(jobs)]
-                    + [(end, 0, i) for i, (_, end, _) in enumerate(jobs)])  # ends first at ties
+                    + [(end, 0, i) if end > sub else (sub, 2, i)
+                       for i, (sub, end, _) in enumerate(jobs)])
     pred: dict[int, float] = {}
     out = []
     for t, is_submit, i in events:

@@ -96,6 +96,31 @@ COMMANDS = {
     ("traces", "describe"): {**TRACE_OPTS, "--plot": _paths("out"), "--force": st.just(None),
                              "--json": st.just(None)},
     ("traces", "formats"): {"--json": st.just(None)},
+    ("analyze",): {"--policy": st.sampled_from(["njw", "ajw", "sww", "compound", "nope"]),
+                   "--lam": _num("0.2"), "--mu": _num("0.002"),
+                   "--servers": st.sampled_from(["108", "optimal", "-3", "x", "1e12", "0"]),
+                   "--pf": _num("3.84"), "--po": _num("9.6"), "--b": _num("900"),
+                   "--t": _num("180"), "--f-over": _num("0.1", "2"),
+                   "--f-under": _num("0.1"), "--json": st.just(None)},
+    ("waiting", "simulate"): {**TRACE_OPTS, "--reserved": _num("3", "99999999999"),
+                              "--reserved-cores": _num("1", "16", "1e9"),
+                              "--reserved-mem-gb": _num("4", "64"),
+                              "--reserved-discount": _num("0.6", "1"),
+                              "--policy": st.sampled_from(["njw", "ajw-t", "sww", "ljw-spec",
+                                                           "x"]),
+                              "--b": _num("900"), "--t": _num("180"),
+                              "--scheduling": st.sampled_from(["fcfs", "sjf", "lifo"]),
+                              "--packing": st.sampled_from(["best-fit", "first-fit", "x"]),
+                              "--steady-state": _num("0.1", "0.6"),
+                              "--wait-predictor": st.sampled_from(["oracle", "ml", "x"]),
+                              "--train-fraction": _num("0.5"),
+                              "--estimator": REPLAY_OPTS["--estimator"],
+                              "--cloud": st.sampled_from(["smallest-vm", "first-fit", "nosuch"]),
+                              "--market": REPLAY_OPTS["--market"], "--json": st.just(None)},
+    ("advise",): {**TRACE_OPTS, "--policy": st.sampled_from(["njw", "ajw", "x"]),
+                  "--reserved-cores": _num("1", "16"), "--reserved-mem-gb": _num("4"),
+                  "--reserved-discount": _num("0.6"), "--slot": _num("3600", "1e-9"),
+                  "--plot": _paths("out"), "--force": st.just(None), "--json": st.just(None)},
 }
 POSITIONAL = {("traces", "convert"), ("traces", "describe")}
 
@@ -109,6 +134,13 @@ def argv(draw):
         out.append(draw(_paths("trace")))
     elif "--hours" in opts:
         out += ["--trace", draw(_paths("trace"))]
+    if cmd == ("waiting", "simulate") or cmd == ("advise",):  # their required options
+        out += ["--reserved-cores", "4", "--reserved-mem-gb", "16", "--policy", "njw"]
+        if cmd == ("waiting", "simulate"):
+            out += ["--reserved", "2"]
+    if cmd == ("analyze",):
+        out += ["--policy", "njw", "--lam", "0.2", "--mu", "0.002", "--servers", "100",
+                "--pf", "3.84", "--po", "9.6"]
     if "--jobs" in opts:
         out += ["--jobs", "1"]  # worker pools are the slow path: usually one process
     names = draw(st.lists(st.sampled_from(sorted(opts)), max_size=6, unique=True))
@@ -180,6 +212,17 @@ def test_every_argument_vector_ends_with_0_or_2_and_no_traceback(box, capsys, ar
         assert len(lines) == 1 and cap.err.rstrip("\n").endswith(lines[0]), (args, cap.err)
         assert cap.out == "", (args, cap.out)
         SEEN["errors"].add(re.sub(r"\d+", "N", lines[0].replace(str(box), "BOX")))
+    # a file named as the output with --force, and not an input of this run, may be
+    # replaced: that is what --force asks; put the sandbox's copy back
+    if "--force" in args and code == 0:
+        outs = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-o", "--plot", "--save")}
+        ins = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--trace", "--spot-prices")}
+        if len(args) > 2 and args[0] == "traces":
+            ins.add(args[2])
+        if str(box / "small.swf") in outs - ins:
+            shutil.copy(FIX / "swf" / "small.swf", box / "small.swf")
+        if str(box / "existing.png") in outs - ins:
+            (box / "existing.png").write_bytes(b"user's")
     _inputs_intact(box)
     for p in (box / "out").iterdir():  # outputs do not pile up into "already exists"
         shutil.rmtree(p) if p.is_dir() else p.unlink()

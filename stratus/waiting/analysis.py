@@ -22,6 +22,7 @@ import numpy as np
 from stratus.errors import ConfigError
 
 POLICIES = ("ajw", "njw", "ajw-t", "sww", "ljw", "compound")
+MAX_SERVERS = 10_000_000  # Erlang's recurrence is O(s): beyond this, say so rather than grind
 
 
 def erlang_b_all(s_max: int, a: float) -> np.ndarray:
@@ -205,6 +206,7 @@ def optimal_servers(policy: str, lam: float, mu: float, pf: float, po: float,
     if not (0 < pf < po):
         raise ConfigError(f"--pf must be above 0 and below --po for an optimum, got pf={pf}, "
                           f"po={po}")
+    _check(policy, 0, lam, mu, pf, po, b, t, f_over, 0.0)
     d = pf / po
     a = lam / mu
     s_max = int(a + 12.0 * math.sqrt(a) + 50)
@@ -227,8 +229,11 @@ def _check(policy, s, lam, mu, pf, po, b, t, f_over, f_under) -> None:
     for name, v in (("--pf", pf), ("--b", b), ("--t", t)):
         if not (v >= 0 and math.isfinite(v)):
             raise ConfigError(f"{name} must be a number ≥ 0, got {v}")
-    if not (isinstance(s, int) and s >= 0):
-        raise ConfigError(f"--servers must be a whole number ≥ 0, got {s}")
+    if not (isinstance(s, int) and 0 <= s <= MAX_SERVERS):
+        raise ConfigError(f"--servers must be a whole number from 0 to {MAX_SERVERS:,}, got {s}")
+    if lam / mu > MAX_SERVERS:
+        raise ConfigError(f"the offered load --lam/--mu = {lam / mu:.3g} servers is beyond what "
+                          f"the model evaluates ({MAX_SERVERS:,})")
     if not (0 <= f_over <= 1 and 0 <= f_under <= 1 and f_over + f_under <= 1):
         raise ConfigError(f"--f-over and --f-under are fractions with a sum ≤ 1, got "
                           f"{f_over} and {f_under}")

@@ -44,8 +44,9 @@ class PoolSpec:
     work_conserving: bool = True  # the first queued job that fits starts, not only the head
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.servers, int) and self.servers >= 0):
-            raise ConfigError(f"--reserved must be a whole number ≥ 0, got {self.servers!r}")
+        if not (isinstance(self.servers, int) and 0 <= self.servers <= 1_000_000):
+            raise ConfigError(f"--reserved must be a whole number from 0 to 1,000,000, got "
+                              f"{self.servers!r}")
         for name, v in (("--reserved-cores", self.cores), ("--reserved-mem-gb", self.mem_gib)):
             if not (v > 0 and math.isfinite(v)):
                 raise ConfigError(f"{name} must be a positive number, got {v}")

@@ -45,6 +45,9 @@ def _convert(gen: str, key: str, value: object, default: object) -> object:
     return num
 
 
+MAX_START_S = 1e11
+
+
 def generate(name: str, **params: object) -> Trace:
     """The named synthetic trace; ConfigError for an unknown name, parameter or value."""
     if name not in GENERATORS:
@@ -57,6 +60,11 @@ def generate(name: str, **params: object) -> Trace:
         raise ConfigError(f"synthetic:{name}: unknown parameter {unknown[0]!r}; known: "
                           f"{', '.join(sig)}")
     args = {k: _convert(name, k, v, sig[k].default) for k, v in params.items()}
+    start = args.get("start_s", 0.0)
+    # seconds are doubles: far from 0 a task's runtime vanishes into its submit time
+    if not (math.isfinite(start) and abs(start) <= MAX_START_S):
+        raise ConfigError(f"synthetic:{name}: start {start:g} s is outside ±{MAX_START_S:g} s "
+                          f"(about 3,000 years)")
     return fn(**args)
 
 
