@@ -63,7 +63,8 @@ def generate(name: str, **params: object) -> Trace:
     start = args.get("start_s", 0.0)
     # seconds are doubles: far from 0 a task's runtime vanishes into its submit time
     if not (math.isfinite(start) and abs(start) <= MAX_START_S):
-        raise ConfigError(f"synthetic:{name}: start {start:g} s is outside ±{MAX_START_S:g} s "
+        raise ConfigError(f"synthetic:{name}: parameter 'start_s' = {start:g} s is outside "
+                          f"±{MAX_START_S:g} s "
                           f"(about 3,000 years)")
     return fn(**args)
 
