@@ -622,7 +622,8 @@ def spot_price_book(catalog: Catalog, history: SpotHistory | Mapping[str, PriceS
     if missing:
         have = ", ".join(sorted(series)) or "none"
         raise ConfigError(f"spot price history has no prices for {', '.join(missing)} "
-                          f"(catalog {catalog.name!r}); it has: {have}")
+                          f"(catalog {catalog.name!r}); it has: {have}. Use --market on-demand "
+                          f"with this catalog, or give --spot-prices with its types")
     spot = {(t.name, SPOT): series[t.name] for t in catalog}
     return PriceBook.on_demand(catalog).with_series(spot, name=name or f"{catalog.name}-spot")
 

@@ -217,6 +217,7 @@ class Engine:
         # workload can reach when every instance is full in *some* dimension
         self._fullest_rt = 0.0
         self.aborted_migrations = 0
+        self.cancelled_migrations = 0  # decided, but void before the transfer began
         self.revocations = 0
         self.tasks_revoked = 0
         self.ticks = 0
@@ -391,6 +392,7 @@ class Engine:
         self._unhold(inst, task, t)
         dest = self.mig_dest.pop(tid, None)
         if dest is not None:  # finished before its queued migration could start
+            self.cancelled_migrations += 1
             self._unhold(dest, task, t)
             self._maybe_release(dest, t)
         self._maybe_release(inst, t)
@@ -459,11 +461,15 @@ class Engine:
                     self._abort_transfer(tid, t)
                     self.epoch[tid] += 1
                     self._start(task, t)
+                else:
+                    self.cancelled_migrations += 1
                 continue
             if dest is not None:  # a migration away from here (queued or in flight) is void
                 del self.mig_dest[tid]
                 if self.state[tid] == MIGRATING:
                     self._abort_transfer(tid, t)
+                else:
+                    self.cancelled_migrations += 1
                 self._unhold(dest, task, t)
                 self._maybe_release(dest, t)
             if self.state[tid] == RUNNING:

@@ -162,6 +162,7 @@ class FargateCostModel:
             "migrations_per_migrated_task": 0.0,
             "migration_seconds": 0.0,
             "migrations_aborted": 0,
+            "migrations_cancelled": 0,
             "migration_footprint": None,
             "revocations": 0,
             "tasks_revoked": 0,

@@ -108,6 +108,9 @@ class ReplayResult:
                 e.migrations / max(1, sum(1 for k in e.n_migrations if k)), 3),
             "migration_seconds": _r(e.migration_seconds, 3),
             "migrations_aborted": e.aborted_migrations,
+            # decided but void before their transfer began (the task ended first, or an end
+            # was revoked): why a migrator's own count can exceed ``migrations``
+            "migrations_cancelled": e.cancelled_migrations,
             "migration_footprint": footprint_name(e.cfg.migration_footprint),
             "revocations": e.revocations,
             "tasks_revoked": e.tasks_revoked,

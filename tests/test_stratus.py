@@ -300,3 +300,17 @@ def test_stratus_registry_names_and_stats():
 
     assert get_spec("stratus").estimator == "history"
     assert get_spec("stratus-oracle").estimator == "oracle"
+
+
+def test_every_migration_clearing_decides_is_carried_out_or_cancelled(capsys):
+    """What clearing decides (tasks_migrated) is what the engine transferred plus what
+    became void before its transfer began (the task ended first, or an end was revoked)."""
+    import json
+
+    from stratus.app.cli import main
+
+    assert main(["replay", "--trace", "synthetic:google?scale=0.02", "--hours", "12", "--seed",
+                 "1", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["tasks_migrated"] > 0
+    assert s["tasks_migrated"] == s["migrations"] + s["migrations_cancelled"]

@@ -94,7 +94,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="stratus", description=__doc__.split("\n")[0],
+    ap = _Parser(prog="stratus", description=" ".join(__doc__.split()),
                  epilog="--debug anywhere on the line: show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("replay", help="replay a trace under one scheduler")
