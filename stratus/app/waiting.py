@@ -184,6 +184,14 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
             "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
             "migrations", "latency", "utilization", "wall_seconds")}
     if ml is not None:
+        # the oracle on the very same jobs, for the comparison 003 Figs. 7-8 make
+        ref = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
+                       estimate=None if estimate is None else estimate[keep])
+        o = summarize(ref, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                      per_job, prices.core_hour_ondemand, steady)
+        ml["oracle_same_jobs"] = {k: o[k] for k in ("normalized_price", "mean_wait_s",
+                                                    "on_demand_fraction", "total_cost_usd",
+                                                    "opportunity_cost")}
         out["ml"] = ml
     return {"policy": args.policy, "reserved": spec.servers, **out,
             "trace": trace.name, "b": args.b, "t": args.t, "scheduling": spec.order,
