@@ -328,6 +328,9 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         keep = []
         blocked = False
         fails: list[tuple[float, float]] = []  # shapes that did not fit in this pass
+        # capacity only shrinks during a pass, so these stay upper bounds of what is free
+        top_c = max(free_c, default=0.0) + _EPS
+        top_m = max(free_m, default=0.0) + _EPS
         for j in queue:
             if j not in waiting:
                 continue
@@ -335,10 +338,11 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 keep.append(j)
                 continue
             c, m = cp[j], mm[j]
-            # capacity only shrinks during a pass: a job at least as large as one that
-            # failed fails too (a long queue of like jobs is then one test each)
-            if any(c >= fc and m >= fm for fc, fm in fails):
+            # a job larger than any server's room, or at least as large as one that failed
+            # in this pass, fails too (a long queue is then one cheap test a job)
+            if c > top_c or m > top_m or any(c >= fc and m >= fm for fc, fm in fails):
                 keep.append(j)
+                blocked = not wc  # strict FCFS: the head that cannot start holds the rest
                 continue
             k = place(j)
             if k < 0:
