@@ -274,8 +274,22 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     # running and waiting jobs' counts and sums, for STATE_FEATURES
     agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
 
+    # the smallest cores and GiB among queued jobs (lazy heaps): no pass starts, or goes on,
+    # when no server has room for even those
+    low_c: list[tuple[float, int]] = []
+    low_m: list[tuple[float, int]] = []
+
+    def queue_floor() -> tuple[float, float]:
+        while low_c and low_c[0][1] not in waiting:
+            heapq.heappop(low_c)
+        while low_m and low_m[0][1] not in waiting:
+            heapq.heappop(low_m)
+        return (low_c[0][0] if low_c else math.inf), (low_m[0][0] if low_m else math.inf)
+
     def to_queue(j: int) -> None:
         waiting.add(j)
+        heapq.heappush(low_c, (cp[j], j))
+        heapq.heappush(low_m, (mm[j], j))
         agg[3] += 1
         agg[4] += cp[j]
         agg[5] += submit[j]
@@ -325,18 +339,27 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             for item in skipped:
                 heapq.heappush(queue, item)
             return
-        keep = []
-        blocked = False
-        fails: list[tuple[float, float]] = []  # shapes that did not fit in this pass
+        if not waiting:
+            queue.clear()
+            return
         # capacity only shrinks during a pass, so these stay upper bounds of what is free
         top_c = max(free_c, default=0.0) + _EPS
         top_m = max(free_m, default=0.0) + _EPS
-        for j in queue:
+        floor_c, floor_m = queue_floor()
+        if floor_c > top_c or floor_m > top_m:
+            return  # not even the smallest queued job has room anywhere
+        keep = []
+        blocked = False
+        fails: list[tuple[float, float]] = []  # shapes that did not fit in this pass
+        for i, j in enumerate(queue):
             if j not in waiting:
                 continue
             if blocked:
-                keep.append(j)
-                continue
+                keep.extend(x for x in queue[i:] if x in waiting)
+                break
+            if floor_c > top_c or floor_m > top_m:  # the rest cannot start: keep them
+                keep.extend(x for x in queue[i:] if x in waiting)
+                break
             c, m = cp[j], mm[j]
             # a job larger than any server's room, or at least as large as one that failed
             # in this pass, fails too (a long queue is then one cheap test a job)
@@ -354,6 +377,8 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                 continue
             off_queue(j)
             run(j, k, t)
+            top_c = max(free_c) + _EPS
+            top_m = max(free_m) + _EPS
         queue[:] = keep
 
     def enqueue(j: int, t: float) -> None:
