@@ -400,8 +400,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         (SWW, 000 §4.1), at most ``horizon`` (default b) ahead: inf beyond it."""
         limit = b if horizon is None else horizon
         fc, fm = list(free_c), list(free_m)
-        ev = [e for e in events if e[1] == 0]
-        heapq.heapify(ev)
+        ev = list(events)  # a copy of a heap is a heap; departures are skipped as they come
         q = [x for x in (sorted(queue) if sjf else queue)
              if (x[1] if sjf else x) in waiting]
         q = [x[1] if sjf else x for x in q] + [j]
@@ -410,11 +409,18 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             # start what can start now, in order (head only unless work-conserving)
             rest = []
             blocked = False
+            top_c = max(fc, default=0.0) + _EPS
+            top_m = max(fm, default=0.0) + _EPS
+            fails: list[tuple[float, float]] = []
             for x in q:
                 if blocked:
                     rest.append(x)
                     continue
                 c, m = cp[x], mm[x]
+                if c > top_c or m > top_m or any(c >= a and m >= z for a, z in fails):
+                    rest.append(x)  # no room for it anywhere (as in drain)
+                    blocked = not wc
+                    continue
                 k = -1
                 room = math.inf
                 for kk in range(s):
@@ -428,20 +434,25 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     rest.append(x)
                     if not wc:
                         blocked = True
+                    elif len(fails) < 8:
+                        fails.append((c, m))
                     continue
                 if x == j:
                     return now - t
                 fc[k] -= c
                 fm[k] -= m
                 heapq.heappush(ev, (now + rt[x], 0, x, k))
+                top_c = max(fc) + _EPS
+                top_m = max(fm) + _EPS
             q = rest
             if not ev or ev[0][0] - t > limit:
                 return math.inf
             now = ev[0][0]
             while ev and ev[0][0] <= now:
-                _, _, x, k = heapq.heappop(ev)
-                fc[k] += cp[x]
-                fm[k] += mm[x]
+                _, kind, x, k = heapq.heappop(ev)
+                if kind == 0:  # a finish (departures and re-queues change no server)
+                    fc[k] += cp[x]
+                    fm[k] += mm[x]
 
     sub = submit.tolist()
     i = 0
