@@ -102,9 +102,18 @@ def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
         ys.append(min(oracle, 4.0 * args.b))
 
     simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observe)
+    first = len(ys)
     model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
+    for _ in range(getattr(args, "ml_rounds", 1)):
+        # a pool run by the model reaches states the oracle's never did (a queue the
+        # oracle would not have let grow): run the training jobs again under the model,
+        # label what it saw with the oracle, refit on everything (data aggregation)
+        simulate(spec, policy, submit, runtime, cpu, mem, short,
+                 predictor=model.predict, observe=observe)
+        model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
     return model, {"model": "random forest", "features": list(STATE_FEATURES),
-                   "train_jobs": int(len(submit)), "train_decisions": len(ys)}
+                   "train_jobs": int(len(submit)), "train_decisions": len(ys),
+                   "oracle_run_decisions": first}
 
 
 def simulate_trace(trace, args, history=lambda: None) -> dict:
