@@ -95,25 +95,13 @@ class ClusterView:
 
     def instance_remaining(self, inst: Instance) -> float:
         """Remaining runtime of an instance: its longest task's estimated remaining
-        runtime (Stratus §3.2). The same arithmetic as ``remaining`` per task, inlined: it
-        runs for every task of every instance at every tick."""
-        e = self._e
-        now, est, done, state, start = e.now, e.est, e.done, e.state, e.run_start
-        readjust = e.cfg.readjust
-        best = 0.0
-        for tid in inst._tasks:
-            el = done[tid]
-            if state[tid] == RUNNING:
-                el += now - start[tid]
-            left = est[tid] - el
-            r = left if left > 0 else (el if readjust else 0.0)
-            if r > best:
-                best = r
-        return best
+        runtime (Stratus §3.2)."""
+        return self.instances_remaining((inst,))[0]
 
     def instances_remaining(self, instances: Iterable[Instance]) -> list[float]:
         """``instance_remaining`` of each instance, in one tight loop (a packer asks for
-        every live instance at every tick)."""
+        every live instance at every tick): the arithmetic of ``remaining`` per task,
+        inlined."""
         e = self._e
         now, est, done, state, start = e.now, e.est, e.done, e.state, e.run_start
         readjust = e.cfg.readjust

@@ -258,18 +258,57 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     mm = mem.tolist()
     ky = key.tolist()
 
-    def place(j: int) -> int:
-        c, m = cp[j], mm[j]
+    def fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
+        """The server (of free cores ``fc``, GiB ``fm``) a job of c cores, m GiB goes to:
+        the first that fits, or the one with the fewest free cores that fits; -1: none."""
         chosen = -1
         room = math.inf
         for k in range(s):
-            fc = free_c[k]
-            if fc + _EPS >= c and free_m[k] + _EPS >= m:
+            f = fc[k]
+            if f + _EPS >= c and fm[k] + _EPS >= m:
                 if not best:
                     return k
-                if fc < room:
-                    room, chosen = fc, k
+                if f < room:
+                    room, chosen = f, k
         return chosen
+
+    def place(j: int) -> int:
+        return fit(cp[j], mm[j], free_c, free_m)
+
+    def one_pass(q: list[int], fc: list[float], fm: list[float], start,
+                 floor: tuple[float, float] = (0.0, 0.0)) -> list[int]:
+        """Start queued jobs ``q`` in order on servers ``fc``/``fm``: the head only, or
+        (work-conserving) every one that fits. ``start(j, k)`` takes the room and returns
+        True to end the pass there. Returns the jobs left, in order. Capacity only shrinks
+        during a pass, so the largest room stays an upper bound: a job larger than it, or
+        at least as large as one that failed, fails without a scan; once not even
+        ``floor`` (the smallest queued cores and GiB) has room, the rest stay."""
+        rest: list[int] = []
+        fails: list[tuple[float, float]] = []
+        top_c = max(fc, default=0.0) + _EPS
+        top_m = max(fm, default=0.0) + _EPS
+        for i, j in enumerate(q):
+            if floor[0] > top_c or floor[1] > top_m:
+                rest.extend(q[i:])
+                break
+            c, m = cp[j], mm[j]
+            k = -1
+            if c <= top_c and m <= top_m and not any(c >= a and m >= z for a, z in fails):
+                k = fit(c, m, fc, fm)
+            if k < 0:
+                if not wc:  # strict FCFS: the head that cannot start holds the rest
+                    rest.extend(q[i:])
+                    break
+                rest.append(j)
+                if len(fails) < 8:
+                    fails.append((c, m))
+                continue
+            if start(j, k):
+                rest.extend(q[i + 1:])
+                break
+            top_c = max(fc) + _EPS
+            top_m = max(fm) + _EPS
+        return rest
 
     # running and waiting jobs' counts and sums, for STATE_FEATURES
     agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
@@ -342,44 +381,14 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         if not waiting:
             queue.clear()
             return
-        # capacity only shrinks during a pass, so these stay upper bounds of what is free
-        top_c = max(free_c, default=0.0) + _EPS
-        top_m = max(free_m, default=0.0) + _EPS
-        floor_c, floor_m = queue_floor()
-        if floor_c > top_c or floor_m > top_m:
-            return  # not even the smallest queued job has room anywhere
-        keep = []
-        blocked = False
-        fails: list[tuple[float, float]] = []  # shapes that did not fit in this pass
-        for i, j in enumerate(queue):
-            if j not in waiting:
-                continue
-            if blocked:
-                keep.extend(x for x in queue[i:] if x in waiting)
-                break
-            if floor_c > top_c or floor_m > top_m:  # the rest cannot start: keep them
-                keep.extend(x for x in queue[i:] if x in waiting)
-                break
-            c, m = cp[j], mm[j]
-            # a job larger than any server's room, or at least as large as one that failed
-            # in this pass, fails too (a long queue is then one cheap test a job)
-            if c > top_c or m > top_m or any(c >= fc and m >= fm for fc, fm in fails):
-                keep.append(j)
-                blocked = not wc  # strict FCFS: the head that cannot start holds the rest
-                continue
-            k = place(j)
-            if k < 0:
-                keep.append(j)
-                if not wc:
-                    blocked = True
-                elif len(fails) < 8:
-                    fails.append((c, m))
-                continue
+
+        def start(j: int, k: int) -> bool:
             off_queue(j)
             run(j, k, t)
-            top_c = max(free_c) + _EPS
-            top_m = max(free_m) + _EPS
-        queue[:] = keep
+            return False
+
+        queue[:] = one_pass([j for j in queue if j in waiting], free_c, free_m, start,
+                            queue_floor())
 
     def enqueue(j: int, t: float) -> None:
         """A job joins the queue at t (a killed speculation); it starts now if the queue
@@ -405,45 +414,22 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
              if (x[1] if sjf else x) in waiting]
         q = [x[1] if sjf else x for x in q] + [j]
         now = t
+        found = []
+
+        def start(x: int, k: int) -> bool:
+            if x == j:
+                found.append(now - t)
+                return True
+            fc[k] -= cp[x]
+            fm[k] -= mm[x]
+            heapq.heappush(ev, (now + rt[x], 0, x, k))
+            return False
+
         while True:
             # start what can start now, in order (head only unless work-conserving)
-            rest = []
-            blocked = False
-            top_c = max(fc, default=0.0) + _EPS
-            top_m = max(fm, default=0.0) + _EPS
-            fails: list[tuple[float, float]] = []
-            for x in q:
-                if blocked:
-                    rest.append(x)
-                    continue
-                c, m = cp[x], mm[x]
-                if c > top_c or m > top_m or any(c >= a and m >= z for a, z in fails):
-                    rest.append(x)  # no room for it anywhere (as in drain)
-                    blocked = not wc
-                    continue
-                k = -1
-                room = math.inf
-                for kk in range(s):
-                    if fc[kk] + _EPS >= c and fm[kk] + _EPS >= m:
-                        if not best:
-                            k = kk
-                            break
-                        if fc[kk] < room:
-                            room, k = fc[kk], kk
-                if k < 0:
-                    rest.append(x)
-                    if not wc:
-                        blocked = True
-                    elif len(fails) < 8:
-                        fails.append((c, m))
-                    continue
-                if x == j:
-                    return now - t
-                fc[k] -= c
-                fm[k] -= m
-                heapq.heappush(ev, (now + rt[x], 0, x, k))
-                top_c = max(fc) + _EPS
-                top_m = max(fm) + _EPS
+            rest = one_pass(q, fc, fm, start)
+            if found:
+                return found[0]
             q = rest
             if not ev or ev[0][0] - t > limit:
                 return math.inf
