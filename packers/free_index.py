@@ -92,7 +92,7 @@ class FreeTree:
                 node += 1
 
 
-_free = attrgetter("free")
+free_of = attrgetter("free")
 
 
 class _Gone:
@@ -103,7 +103,7 @@ class _Gone:
     state = RELEASED
 
 
-_GONE = _Gone()
+GONE = _Gone()
 
 
 class LiveIndex:
@@ -130,7 +130,7 @@ class LiveIndex:
     def _add(self, inst: Instance) -> None:
         s = len(self.insts)
         if s == self.tree.cap:  # full: drop dead slots, and grow if still over half full
-            self._rebuild([i for i in self.insts if i is not _GONE])
+            self._rebuild([i for i in self.insts if i is not GONE])
             s = len(self.insts)
         self.insts.append(inst)
         self.seen.append(inst.free)
@@ -141,7 +141,7 @@ class LiveIndex:
 
     def _drop(self, s: int) -> None:
         del self.slot[self.insts[s].iid]
-        self.insts[s] = _GONE
+        self.insts[s] = GONE
         self.seen[s] = None
         self.live -= 1
         self.tree.set(s, DEAD, DEAD)
@@ -153,7 +153,7 @@ class LiveIndex:
         only slots whose capacity changed, and new instances, cost Python work."""
         self._after.clear()
         insts, seen, put = self.insts, self.seen, self.tree.set
-        for s in list(compress(count(), map(ne, map(_free, insts), seen))):
+        for s in list(compress(count(), map(ne, map(free_of, insts), seen))):
             inst = insts[s]
             if inst.state == RELEASED:
                 self._drop(s)
@@ -177,7 +177,7 @@ class LiveIndex:
             # or an order this index does not expect: start again from the view
             self._rebuild(instances)
         elif len(self.insts) > 4 * self.min_cap and 4 * self.live < len(self.insts):
-            self._rebuild([i for i in self.insts if i is not _GONE])  # mostly dead: shrink
+            self._rebuild([i for i in self.insts if i is not GONE])  # mostly dead: shrink
 
     def find(self, req: Vec) -> int:
         """The slot of the oldest instance ``req`` fits on (``self.insts[slot]``), or -1."""

@@ -30,25 +30,13 @@ seen last tick, in C (as packers/free_index.py does).
 from __future__ import annotations
 
 from itertools import compress, count
-from operator import attrgetter, ne
+from operator import ne
 
+from packers.free_index import GONE, free_of
 from scalers.task_per_instance import acquirable, bid_for
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.view import ClusterView
-
-_free = attrgetter("free")
-
-
-class _Gone:
-    """Stands in a dead slot (its free capacity never equals a real one)."""
-
-    __slots__ = ()
-    free = None
-    state = RELEASED
-
-
-_GONE = _Gone()
 
 
 def hop_gain(p_old: float, p_new: float, remaining: float, spinup: float, transfer: float) -> float:
@@ -87,7 +75,7 @@ class PriceHopping:
 
     # --- tracking instances by (type, market, fitting types) ---------------------------------
     def _reset(self) -> None:
-        self._insts: list = []  # slot -> instance (or _GONE)
+        self._insts: list = []  # slot -> instance (or GONE)
         self._seen: list = []  # slot -> free capacity when last grouped
         self._key: list = []  # slot -> group key
         self._slot: dict[int, int] = {}
@@ -123,7 +111,7 @@ class PriceHopping:
         inst = self._insts[s]
         del self._groups[self._key[s]][inst.iid]
         del self._slot[inst.iid]
-        self._insts[s] = _GONE
+        self._insts[s] = GONE
         self._seen[s] = None
         self._key[s] = None
         self._live -= 1
@@ -144,9 +132,9 @@ class PriceHopping:
             self._view = view
             self._reset()
         insts = self._insts
-        for s in list(compress(count(), map(ne, map(_free, insts), self._seen))):
+        for s in list(compress(count(), map(ne, map(free_of, insts), self._seen))):
             inst = insts[s]
-            if inst is _GONE:
+            if inst is GONE:
                 continue
             if inst.state == RELEASED:
                 self._drop(s)
@@ -163,10 +151,10 @@ class PriceHopping:
         if self._live != len(instances):
             # a release that left the free capacity as it was (e.g. an idle kept instance)
             for s, inst in enumerate(insts):
-                if inst is not _GONE and inst.state == RELEASED:
+                if inst is not GONE and inst.state == RELEASED:
                     self._drop(s)
         if len(insts) > 256 and 4 * self._live < len(insts):  # mostly dead slots: compact
-            keep = [(i, f, k) for i, f, k in zip(insts, self._seen, self._key) if i is not _GONE]
+            keep = [(i, f, k) for i, f, k in zip(insts, self._seen, self._key) if i is not GONE]
             self._insts = [i for i, _, _ in keep]
             self._seen = [f for _, f, _ in keep]
             self._key = [k for _, _, k in keep]
