@@ -461,6 +461,17 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
+def _print_fields(args, out: dict) -> int:
+    """One JSON document with --json, else a field/value table."""
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from stratus.app.report import table
+
+    print(table(("field", "value"), list(out.items()), align_left=2))
+    return 0
+
+
 def cmd_waiting(args) -> int:
     from stratus.app.waiting import simulate_trace
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
@@ -490,18 +501,11 @@ def cmd_waiting(args) -> int:
             raise ConfigError(f"--market takes spot or on-demand, got {args.market!r}")
     sess = _Session(args)
     out = simulate_trace(sess.trace, args, sess.history)
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    from stratus.app.report import table
-
-    print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
-    return 0
+    return _print_fields(args, out)
 
 
 def cmd_advise(args) -> int:
-    from pathlib import Path
-
+    from stratus.app import outputs
     from stratus.app.waiting import advise, plot_advice
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
@@ -510,19 +514,13 @@ def cmd_advise(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if not (args.slot > 0 and args.slot < float("inf")):
         raise ConfigError(f"--slot must be a positive number of seconds, got {args.slot}")
-    if args.plot:
-        out = Path(args.plot)
-        if not out.parent.is_dir():
-            raise ConfigError(f"--plot {out}: no such directory")
-        if out.exists() and not args.force:
-            raise ConfigError(f"--plot {out}: already exists; pass --force to replace it")
-        if Path(args.trace).exists() and out.resolve() == Path(args.trace).resolve():
-            raise ConfigError(f"--plot {out}: is the input trace")
+    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else None
     sess = _Session(args)
     doc = advise(sess.trace, args)
-    if args.plot:
-        plot_advice(doc, args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+    if png is not None:
+        outputs.write_file(png, lambda tmp: plot_advice(doc, tmp))
+        print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(doc))
         return 0
@@ -553,13 +551,7 @@ def cmd_analyze(args) -> int:
                               f"{args.servers!r}") from None
     out = evaluate(args.policy, servers, **kw, **extra, f_over=args.f_over,
                    f_under=args.f_under).as_dict()
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    from stratus.app.report import table
-
-    print(table(("field", "value"), [(k, v) for k, v in out.items()], align_left=2))
-    return 0
+    return _print_fields(args, out)
 
 
 def cmd_estimate(args) -> int:

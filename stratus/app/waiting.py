@@ -262,11 +262,9 @@ def advise(trace, args) -> dict:
             "points": [p.__dict__ for p in pts]}
 
 
-def plot_advice(doc: dict, out: str) -> None:
-    """Price and mean wait against s, the optimum and the MILP's answer marked."""
-    import os
-    from pathlib import Path
-
+def plot_advice(doc: dict, out) -> None:
+    """Price and mean wait against s, the optimum and the MILP's answer marked (the caller
+    writes through a temporary name: stratus.app.outputs)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -288,11 +286,7 @@ def plot_advice(doc: dict, out: str) -> None:
     ax.legend(lines, [ln.get_label() for ln in lines], loc="upper center", fontsize=8)
     ax.set_title(f"{doc['policy']} on {doc['trace']}", fontsize=9)
     fig.tight_layout()
-    path = Path(out)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fig.savefig(tmp, format="png", dpi=100)
-        os.replace(tmp, path)
+        fig.savefig(out, format="png", dpi=100)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
