@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,plot,solver,data,ml]'
+	$(PY) -m pip install --quiet -e '.[dev,plot,solver,data,ml,dist,browser]'
 	@touch $(STAMP)
 
 test: venv

@@ -26,7 +26,7 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -477,7 +477,7 @@ def write_compact(units: Mapping[str, tuple[np.ndarray, np.ndarray]], path: str 
 
 
 def _iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def read_compact_table(path: str | Path):

@@ -42,7 +42,7 @@ import sys
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +60,7 @@ from pricing.spot import (
 from stratus.errors import ConfigError, StratusError
 
 DAY_S = 86_400
-DEFAULT_ORIGIN = datetime(2017, 6, 5, tzinfo=timezone.utc)  # Stratus §4.1: from June 5th, 2017
+DEFAULT_ORIGIN = datetime(2017, 6, 5, tzinfo=UTC)  # Stratus §4.1: from June 5th, 2017
 DEFAULT_ZONE = "us-west-2a"  # Stratus §4.1: us-west-2 only; one zone
 DISCOUNT_BAND = (0.2, 0.3)  # §2.1: 70-80% below on-demand
 # The bundled trace (pricing/data) is generate_units(M4, BUNDLED_DAYS, BUNDLED_SEED).

@@ -5,7 +5,7 @@ import gzip
 import json
 import random
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ from stratus.errors import ConfigError, TraceError
 FIX = Path(__file__).parent / "fixtures" / "spot"
 FORMATS = ["history.json", "pages.json", "concatenated.json", "history.csv", "history.tsv.gz",
            "history.txt"]
-ORIGIN = datetime(2017, 6, 5, tzinfo=timezone.utc)
+ORIGIN = datetime(2017, 6, 5, tzinfo=UTC)
 EXPECTED = {"m4.large": ([0, 600, 3600], [0.025, 0.0262, 0.0241]),
             "m4.xlarge": ([300, 1800, 2100], [0.05, 0.0511, 0.0488])}
 
@@ -456,4 +456,4 @@ def test_far_apart_dates_and_origins(tmp_path):
         with pytest.raises(TraceError, match=r"line 2: field 'Timestamp': invalid or out-of-range"):
             load_spot_history(q)
     with pytest.raises(ConfigError, match="outside the years"):
-        load_spot_history(p, origin=datetime(1, 1, 1, tzinfo=timezone.utc))
+        load_spot_history(p, origin=datetime(1, 1, 1, tzinfo=UTC))

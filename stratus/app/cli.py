@@ -213,6 +213,25 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--estimator", default="history", help="oracle, noisy:H or history (default)")
     p.add_argument("--warmup-hours", default="auto", metavar="H|auto")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("sweep", help="a grid of replays or waiting simulations from a TOML "
+                                     "config, one Parquet row per cell, resumable")
+    p.add_argument("config", metavar="CONFIG.toml", help="the sweep (see examples/)")
+    p.add_argument("--results", metavar="DIR", help="results directory (default: the "
+                                                    "config's results)")
+    p.add_argument("--executor", default="local", metavar="local|dask-local|dask://HOST:PORT",
+                   help="processes on this machine (default), a Dask LocalCluster, or a "
+                        "running Dask scheduler")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes (default: one per core)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = sub.add_parser("report", help="the papers' figures from a sweep's results, as one "
+                                      "HTML page with PNGs")
+    p.add_argument("results", metavar="RESULTS_DIR", help="a sweep's results directory")
+    p.add_argument("-o", "--output", required=True, metavar="OUT_DIR",
+                   help="directory for index.html and its figures (new or empty)")
+    p.add_argument("--force", action="store_true", help="replace an earlier report in OUT_DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p = sub.add_parser("schedulers", help="list the registered schedulers")
     p.add_argument("--json", action="store_true")
 
@@ -318,18 +337,33 @@ def _check_cloud_options(args) -> None:
         raise ConfigError(f"--max-hours takes a positive number of hours, got {args.max_hours}")
 
 
-def cmd_replay(args) -> int:
-    from stratus.app import outputs
-    from stratus.app.registry import get_spec
-    from stratus.app.runs import replay_one
+def check_replay(args):
+    """The scheduler a replay runs, with every cloud option checked before the load."""
+    from stratus.app.registry import get_spec, make_estimator
 
     spec = get_spec(args.scheduler)  # an unknown name fails before the (slow) load
     _check_cloud_options(args)
+    if args.estimator is not None:
+        make_estimator(args.estimator, args.seed)
+    return spec
+
+
+def replay_window(args, spec):
+    """``args``'s window replayed under ``spec``: the result of ``stratus replay``."""
+    from stratus.app.runs import replay_one
+
+    sess = _Session(args)
+    return replay_one(args, _fitted(sess), spec, sess.history, sess.warmup_hours(),
+                      progress=not args.no_progress)
+
+
+def cmd_replay(args) -> int:
+    from stratus.app import outputs
+
+    spec = check_replay(args)
     save = (outputs.check_dir(args.save, "--save", _inputs(args), args.force)
             if args.save else None)  # before the run, not after it
-    sess = _Session(args)
-    res = replay_one(args, _fitted(sess), spec, sess.history, sess.warmup_hours(),
-                     progress=not args.no_progress)
+    res = replay_window(args, spec)
     if save is not None:
         outputs.write_dir(save, {"instances.parquet": res.instances.to_parquet,
                                  "jobs.parquet": res.jobs.to_parquet})
@@ -474,9 +508,17 @@ def _print_fields(args, out: dict) -> int:
 
 def cmd_waiting(args) -> int:
     from stratus.app.waiting import simulate_trace
+
+    check_waiting(args)
+    sess = _Session(args)
+    out = simulate_trace(sess.trace, args, sess.history)
+    return _print_fields(args, out)
+
+
+def check_waiting(args) -> None:
+    """Every option of ``waiting simulate`` checked before the trace is read."""
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
-    # every option checked before the trace is read
     PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb, args.packing,
              args.scheduling, args.work_conserving)
     WaitingPolicy(args.policy, args.b, args.t)
@@ -499,9 +541,6 @@ def cmd_waiting(args) -> int:
         get_catalog(args.cloud_catalog)
         if args.market not in ("spot", "on-demand"):
             raise ConfigError(f"--market takes spot or on-demand, got {args.market!r}")
-    sess = _Session(args)
-    out = simulate_trace(sess.trace, args, sess.history)
-    return _print_fields(args, out)
 
 
 def cmd_advise(args) -> int:
@@ -670,9 +709,16 @@ def _traces_formats(args) -> int:
     return 0
 
 
+def _app(module: str):
+    import importlib
+
+    return importlib.import_module(f"stratus.app.{module}")
+
+
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
             "analyze": cmd_analyze, "waiting": cmd_waiting, "advise": cmd_advise,
-            "estimate": cmd_estimate,
+            "estimate": cmd_estimate, "sweep": lambda a: _app("sweep").cmd_sweep(a),
+            "report": lambda a: _app("report_html").cmd_report(a),
             "schedulers": cmd_schedulers, "traces": cmd_traces}
 
 

@@ -50,6 +50,11 @@ def _check_not_input(out: Path, option: str, inputs: Iterable[Path]) -> None:
                               "goes into an input")
 
 
+def refuse_inputs(out: Path, what: str, inputs: Iterable[Path]) -> None:
+    """ConfigError if ``out`` is, lies in or holds one of ``inputs``."""
+    _check_not_input(Path(out), what, inputs)
+
+
 def _temporary(out: Path, tag: str = "tmp") -> Path:
     """A hidden name next to ``out`` (same file system: the rename is atomic), keeping its
     suffix (plots take their format from it); the pid keeps concurrent runs apart."""
