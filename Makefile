@@ -17,8 +17,11 @@ $(STAMP): pyproject.toml
 test: venv
 	$(PY) -m pytest -q
 
+# the main job: every scheduler on 3 one-day slices of both workloads, then the report
+# (a rerun skips the finished cells; examples/main-comparison.toml is the paper's scale)
 demo: venv
-	$(VENV)/bin/stratus compare --trace "synthetic:google?scale=0.1" --hours 6 --seed 7
+	$(VENV)/bin/stratus sweep examples/demo.toml --results results/demo
+	$(VENV)/bin/stratus report results/demo -o report/demo --force
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -244,7 +244,7 @@ def test_save_is_all_or_nothing(tmp_path, capsys, monkeypatch):
     assert run_cli(capsys, *base)[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert set(before) == {"instances.parquet", "jobs.parquet"}
-    assert_one_line_error(*run_cli(capsys, *base), "already holds a saved replay")
+    assert_one_line_error(*run_cli(capsys, *base), "already holds earlier output")
     # interrupted between the two tables: the earlier save stays whole, nothing else is left
     real = pd.DataFrame.to_parquet
     calls = []

@@ -121,8 +121,30 @@ COMMANDS = {
                   "--reserved-cores": _num("1", "16"), "--reserved-mem-gb": _num("4"),
                   "--reserved-discount": _num("0.6"), "--slot": _num("3600", "1e-9"),
                   "--plot": _paths("out"), "--force": st.just(None), "--json": st.just(None)},
+    ("sweep",): {"--results": st.sampled_from(["{box}/out/res", "{box}", "{box}/small.swf",
+                                                "{box}/dir", "/proc/nope"]),
+                 "--executor": st.sampled_from(["local", "x", "dask://", "mpi"]),
+                 "--workers": st.sampled_from(["1", "0", "-1", "x"]),
+                 "--json": st.just(None), "--no-progress": st.just(None)},
+    ("report",): {"-o": _paths("out"), "--force": st.just(None), "--json": st.just(None)},
 }
 POSITIONAL = {("traces", "convert"), ("traces", "describe")}
+# the first argument of sweep (a config) and of report (a results directory)
+FIRST = {("sweep",): ["{box}/sweep.toml", "{box}/bad.toml", "{box}/missing.toml", "{box}",
+                      "{box}/small.swf"],
+         ("report",): ["{box}/res", "{box}", "{box}/missing", "{box}/small.swf"]}
+SWEEP = """command = "waiting"
+results = "{results}"
+[[traces]]
+spec = "synthetic:mms?hours=1&cpu=1&mem=4"
+[[grid]]
+policy = ["njw", "ajw-t"]
+[options]
+reserved = 90
+reserved_cores = 1
+reserved_mem_gb = 4
+b = 900
+"""
 
 
 @st.composite
@@ -132,6 +154,10 @@ def argv(draw):
     out = list(cmd)
     if cmd in POSITIONAL:
         out.append(draw(_paths("trace")))
+    elif cmd in FIRST:
+        out.append(draw(st.sampled_from(FIRST[cmd])))
+        if cmd == ("sweep",):
+            out += ["--workers", "1"]  # a process pool is the slow path
     elif "--hours" in opts:
         out += ["--trace", draw(_paths("trace"))]
     if cmd == ("waiting", "simulate") or cmd == ("advise",):  # their required options
@@ -170,6 +196,10 @@ def box():
     (BOX / "dir").mkdir(exist_ok=True)
     (BOX / "out").mkdir(exist_ok=True)
     (BOX / "existing.png").write_bytes(b"user's")
+    (BOX / "sweep.toml").write_text(SWEEP.format(results=BOX / "out" / "res"))
+    (BOX / "bad.toml").write_text("command = 'waiting'\nresults = [\n")
+    assert main(["sweep", str(BOX / "sweep.toml"), "--results", str(BOX / "res"),
+                 "--workers", "1", "--no-progress"]) == 0
     yield BOX
     shutil.rmtree(BOX, ignore_errors=True)
 

@@ -86,9 +86,10 @@ def check_file(path: str, option: str, inputs: Iterable[Path], force: bool) -> P
     return out
 
 
-def check_dir(path: str, option: str, inputs: Iterable[Path], force: bool) -> Path:
-    """A directory output (``--save``), checked before any work: new, empty, or (with
-    ``--force``) holding only what a save writes."""
+def check_dir(path: str, option: str, inputs: Iterable[Path], force: bool,
+              owned: Callable[[str], bool] = lambda name: name in SAVED_FILES) -> Path:
+    """A directory output (``--save``, a report), checked before any work: new, empty, or
+    (with ``--force``) holding only files that ``owned`` says the command writes."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{option} {out}: exists and is not a directory")
@@ -98,13 +99,13 @@ def check_dir(path: str, option: str, inputs: Iterable[Path], force: bool) -> Pa
             have = sorted(p.name for p in out.iterdir())
         except OSError as exc:
             raise ConfigError(f"{option} {out}: cannot list: {exc.strerror or exc}") from None
-        other = [n for n in have if n not in SAVED_FILES]
+        other = [n for n in have if not owned(n)]
         if other:
             raise ConfigError(f"{option} {out}: holds other files ({', '.join(other[:3])}"
                               f"{', ...' if len(other) > 3 else ''}); give a new or empty "
                               "directory")
         if have and not force:
-            raise ConfigError(f"{option} {out}: already holds a saved replay; pass --force "
+            raise ConfigError(f"{option} {out}: already holds earlier output; pass --force "
                               "to replace it")
     _probe_parent(out, option)
     return out

@@ -1,0 +1,109 @@
+"""``stratus report RESULTS_DIR -o OUT_DIR``: the papers' figures from a sweep, as one static
+HTML page (``index.html``) with its PNGs beside it, written as a unit."""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+from pathlib import Path
+
+from stratus.errors import ConfigError
+
+CSS = """body{font-family:Georgia,serif;max-width:1100px;margin:2em auto;color:#222;
+line-height:1.4}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #ccc;
+margin-top:2em}figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.9em;color:#444}table{border-collapse:collapse;font-size:.85em;
+margin:.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
+th{background:#f4f4f4}code{font-size:.9em}.fail{color:#a00}"""
+
+
+def _owned(name: str) -> bool:
+    return name == "index.html" or (name.startswith("fig") and name.endswith(".png")) or \
+        (name.startswith("waiting-") and name.endswith(".png"))
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols)
+                   + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def build(results: Path, out_tmp: Path) -> dict:
+    """Write index.html and the figures into ``out_tmp``; the document of what was made."""
+    from stratus.app import figures
+    from stratus.app.sweep_store import read_rows
+
+    df = read_rows(results)
+    if df.empty:
+        raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
+    ok = df[df["status"] == "ok"]
+    failed = df[df["status"] != "ok"]
+    figs = figures.replay_figures(ok) + figures.waiting_figures(ok) if not ok.empty else []
+    parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
+             f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
+             "shows the mean and spread over the windows (slices × seeds) of each trace, "
+             "never a single run, with the paper's value beside ours where the paper gives "
+             "one.</p>"]
+    made = []
+    for f in figs:
+        parts.append(f"<h2>{html.escape(f.title)}</h2>")
+        if f.draw is not None:
+            png = f"{f.name}.png"
+            f.draw(out_tmp / png)
+            made.append(png)
+            parts.append(f'<figure><img src="{png}" alt="{html.escape(f.title)}">'
+                         f"<figcaption>{f.caption}</figcaption></figure>")
+        else:
+            parts.append(f"<p><small>{f.caption}</small></p>")
+        parts.append(_table(f.table))
+    if not failed.empty:
+        parts.append("<h2>Failed cells</h2>")
+        parts.append(_table([{"trace": r.trace_label, "options": r.options_json,
+                              "error": r.error} for r in failed.itertuples()]))
+    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Stratus "
+            f"report</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
+    (out_tmp / "index.html").write_text(page, encoding="utf-8")
+    return {"figures": made, "sections": [f.title for f in figs],
+            "tables": {f.name: f.table for f in figs}, "cells": len(df),
+            "cells_ok": len(ok), "cells_failed": len(failed)}
+
+
+def cmd_report(args) -> int:
+    import shutil
+
+    from stratus.app import outputs
+
+    results = Path(args.results)
+    if not (results / "rows").is_dir():
+        raise ConfigError(f"{results}: not a sweep's results directory (no rows/)")
+    out = outputs.check_dir(args.output, "-o", [results], args.force, owned=_owned)
+    tmp = out.with_name(f".{out.name}.build")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        doc = build(results, tmp)
+        files = {name: (lambda dst, src=tmp / name: shutil.copyfile(src, dst))
+                 for name in ["index.html", *doc["figures"]]}
+        outputs.write_dir(out, files)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    page = out / "index.html"
+    doc["report"] = str(page)
+    if args.json:
+        print(json.dumps(doc, default=str))
+        return 0
+    from stratus.app.report import table
+
+    for name, rows in doc["tables"].items():
+        if rows and name in ("fig4-cost", "table2-latency", "fig5-utilization", "fargate"):
+            cols = list(dict.fromkeys(k for r in rows for k in r))
+            print(f"\n{name}")
+            print(table(cols, [[r.get(c, "") for c in cols] for r in rows], align_left=2))
+    print(f"\nreport: {page}")
+    print(f"wrote {page} and {len(doc['figures'])} figures", file=sys.stderr)
+    return 0
