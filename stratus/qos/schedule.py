@@ -107,7 +107,7 @@ def qops_candidates(now: float, ts0: list[float], fr0: list[int], queue: list[in
             ts, fr = list(pts), list(pfr)
             tail: dict[int, float] = {}
             ok = True
-            violator = -1
+            violator = None
             seen_new = False
             rest = order[pos:]
             last = len(rest) - 1
@@ -128,7 +128,7 @@ def qops_candidates(now: float, ts0: list[float], fr0: list[int], queue: list[in
                     seen_new = True
             if not ok:
                 break
-            if violator < 0:
+            if violator is None:
                 out.append((order, tail))
                 if first_only:
                     return out

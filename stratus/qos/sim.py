@@ -83,6 +83,7 @@ class Sim:
         self.snaps: deque[tuple[int, Snapshot]] = deque()
         self.keep = self.dv if keep_snapshots is None else keep_snapshots
         self.base_queue: tuple = ()
+        self.horizon = float("inf")  # how far back snapshots are kept (DVQoPS: its windows)
         if snapshot is not None:
             self._load(snapshot)
         if self.dv:
@@ -183,8 +184,8 @@ class Sim:
         """Decide on job n at its submit time (call ``advance(submit)`` first)."""
         if self.dv:
             self._dv_updates()
-            if self.keep:
-                self._keep_snapshot(n)
+        if self.keep:
+            self._keep_snapshot(n)
         ok = self._decide(n)
         self.decided += 1
         if ok:
