@@ -43,11 +43,11 @@ def wl_of(jobs, P, urgent=None, rate=0.1, C=10.0, slack=5.0):
 
 
 def test_probe_positions_follow_the_spec():
-    assert positions(8) == [0, 4, 6, 7, 8]
-    assert positions(10) == [0, 5, 8, 9, 10]
-    assert positions(0) == [0]
-    assert positions(1) == [0, 1]
-    assert positions(2) == [0, 1, 2]
+    assert positions(8) == (0, 4, 6, 7, 8)
+    assert positions(10) == (0, 5, 8, 9, 10)
+    assert positions(0) == (0,)
+    assert positions(1) == (0, 1)
+    assert positions(2) == (0, 1, 2)
 
 
 def test_value_is_flat_then_linear_then_zero():

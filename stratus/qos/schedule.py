@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+from functools import lru_cache
 
 EPS = 1e-9  # seconds: a predicted completion within this of the deadline meets it
 
@@ -67,7 +68,8 @@ def reserve(ts: list[float], fr: list[int], start: float, e: float, p: int) -> N
         fr[k] -= p
 
 
-def positions(n: int) -> list[int]:
+@lru_cache(maxsize=4096)
+def positions(n: int) -> tuple[int, ...]:
     """Queue positions QoPS probes (spec A.3; 001 §4.2.1 "log2(N) different positions
     {0, N/2, 3N/4, ...}"): N=8 -> 0,4,6,7,8; N=10 -> 0,5,8,9,10; N=0 -> 0."""
     out = [0]
@@ -79,7 +81,7 @@ def positions(n: int) -> list[int]:
     for p in out:
         if p not in seen:
             seen.append(p)
-    return seen
+    return tuple(seen)
 
 
 def qops_candidates(now: float, ts0: list[float], fr0: list[int], queue: list[int],

@@ -196,21 +196,25 @@ class Sim:
 
     def _decide(self, n: int) -> bool:
         wl, cfg = self.wl, self.cfg
+        start = self.start
         if cfg.scheme != "qops":
             price = self.f * wl.size[n]
+            sub, est, dl, vhat = wl.submit, wl.est, wl.deadline, wl.vhat
+            # the queued jobs' current values, cumulated in queue order
+            cum = [0.0]
+            bound = vhat[n]
+            for q in self.queue:
+                v = value(start[q] + est[q], vhat[q], sub[q], est[q], dl[q])
+                cum.append(cum[-1] + v)
+                bound += vhat[q] - v
+            cur = cum[-1]
             # an upper bound on the gain: n at full value and every queued job back to
             # full value; when even that does not beat the price, stage 1 cannot change
             # the answer (an exact shortcut, not an approximation)
-            cur = 0.0
-            bound = wl.vhat[n]
-            for q in self.queue:
-                v = self.vhat_at(q, self.start[q])
-                cur += v
-                bound += wl.vhat[q] - v
             if not accept_gain(bound, price, cfg.oc_tie):
                 return False
         ts, fr = self.profile()
-        cands = qops_candidates(self.now, ts, fr, self.queue, self.start, n, cfg.K, wl.procs,
+        cands = qops_candidates(self.now, ts, fr, self.queue, start, n, cfg.K, wl.procs,
                                 wl.est, wl.deadline, first_only=cfg.scheme == "qops")
         if not cands:
             return False
@@ -219,11 +223,12 @@ class Sim:
             return True
         best, best_r = None, -1.0
         for order, tail in cands:
-            # positions before the insertion point keep their values: compare the tails
-            r = sum(self.vhat_at(j, st) for j, st in tail.items())
-            for q in order[:len(order) - len(tail)]:
-                r += self.vhat_at(q, self.start[q])
-            if r > best_r:
+            # the jobs before the insertion point keep their reservations and values
+            r = cum[len(order) - len(tail)]
+            for j, st in tail.items():
+                r += value(st + est[j], vhat[j], sub[j], est[j], dl[j])
+            # ties (to rounding: summation order must not decide) go to the earlier
+            if best is None or r > best_r + 1e-12 * max(1.0, abs(best_r)):
                 best, best_r = (order, tail), r
         if not accept_gain(best_r - cur, price, cfg.oc_tie):
             return False
