@@ -120,7 +120,7 @@ def run(wl: Workload, cfg: Config) -> Outcome:
             "dv_replay": cfg.replay,
             "oc_trajectory": [[_r(t, 3), f] for t, f in sim.oc_traj],
             "window_trajectory": [[_r(t, 3), w] for t, w in sim.w_traj],
-            "oc_var_avg": _r(oc_var_avg(sim.oc_traj), 9),
+            "oc_var_avg": _r(oc_var_avg(sim.oc_traj[1:]), 9),  # choices, not the initial f
             "load_var": _r(load_var(wl, cfg.w_init_h), 9) if cfg.window == "fixed" else None,
             "whatifs": sim.whatifs, "window_replays": sim.replays,
         })
