@@ -123,19 +123,25 @@ def test_vqops_rejects_a_normal_job_at_f_01_and_accepts_it_at_005():
 
 
 def test_vqops_net_gain_counts_the_value_lost_by_delayed_jobs():
-    # P=1. A (normal, e=100) is queued behind a running job; an urgent B (e=100) would
-    # finish earlier by going first but delays A past its earliest completion.
+    """P=1. Job 0 runs [0, 50). Urgent job 1 (e=100, Vmax 100, D=500) is queued at 50.
+    Normal job 2 (e=100, Vmax 10, D=510) arrives at 10. Candidates: position 0 (2 then 1):
+    2 ends 150, value 10 x (510-150)/400 = 9; 1 ends 250, 100 x 250/400 = 62.5; R = 71.5.
+    Position 1 (1 then 2): 1 ends 150, 87.5; 2 ends 250, 10 x 260/400 = 6.5; R = 94.
+    Now R = 87.5, so the net gain is 6.5 (job 2 alone would be worth 9 or 6.5)."""
     jobs = [(0, 50, 1), (0, 100, 1), (10, 100, 1)]
-    wl = wl_of(jobs, P=1, urgent=[False, False, True], C=10.0)
+    wl = wl_of(jobs, P=1, urgent=[False, True, False], C=10.0)
     sim = simulate(wl, Config(scheme="vqops", oc=0.0))
     assert sorted(sim.accepted) == [0, 1, 2]
-    # B was put where it earns most net of A's loss: recompute R by hand for the schedule
-    st = sim.start
-    assert st[0] == 0 and st[1] + 100 <= wl.deadline[1] and st[2] + 100 <= wl.deadline[2]
-    # QoPS keeps the first feasible candidate (B at position 0) whatever it costs A
+    assert (sim.start[1], sim.start[2]) == (50.0, 150.0)  # the revenue-maximizing schedule
+    # price 0.05 x 100 = 5 < 6.5: accepted; 0.1 x 100 = 10 > 6.5: rejected
+    assert 2 in simulate(wl, Config(scheme="vqops", oc=0.05)).accepted
+    assert 2 not in simulate(wl, Config(scheme="vqops", oc=0.1)).accepted
+    # QoPS keeps the first feasible candidate (job 2 at position 0) whatever it costs job 1
     q = simulate(wl, Config(scheme="qops"))
     assert sorted(q.accepted) == [0, 1, 2]
-    assert q.start[2] == 50.0 and q.start[1] == 150.0
+    assert (q.start[1], q.start[2]) == (150.0, 50.0)
+    assert run(wl, Config(scheme="qops")).summary["revenue"] == pytest.approx(5 + 62.5 + 9)
+    assert run(wl, Config(scheme="vqops")).summary["revenue"] == pytest.approx(5 + 87.5 + 6.5)
 
 
 def test_early_completion_moves_reservations_earlier_only():
@@ -242,7 +248,7 @@ CONFIGS = [Config(scheme="qops"), Config(scheme="qops", K=0), Config(scheme="vqo
            Config(scheme="dvqops", window="fixed", w_init_h=0.01, whatif_start="empty")]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=workloads(), ci=st.integers(0, len(CONFIGS) - 1))
 def test_deadlines_capacity_and_one_decision_per_job(w, ci):
     """Every admitted job completes by its deadline (exact estimates; and under trace
