@@ -201,7 +201,7 @@ def print_run(doc: dict, as_json: bool) -> None:
     from stratus.app.report import table
 
     rows = [(k, doc.get(k)) for k in RUN_FIELDS if k in doc]
-    if "window_trajectory" in doc:
+    if doc.get("window_trajectory"):
         rows.append(("W changes (h)", " ".join(f"{w:g}" for _, w in doc["window_trajectory"])))
         rows.append(("OC updates", len(doc["oc_trajectory"]) - 1))
     print(table(("field", "value"), rows, align_left=2))

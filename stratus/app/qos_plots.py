@@ -44,7 +44,7 @@ def plot_table2(ax, doc: dict) -> bool:
     for i, ((d, u, c), runs) in enumerate(sorted(_groups(doc["runs"]).items())):
         v = sorted((float(r["dv_window"].split(":")[1]), r["revenue"], r.get("load_var"))
                    for r in runs if r["scheme"] == "dvqops"
-                   and str(r.get("dv_window", "")).startswith("fixed:"))
+                   and str(r.get("dv_window") or "").startswith("fixed:"))
         if not v:
             continue
         ax.plot([w for w, _, _ in v], [rev for _, rev, _ in v], "o-", color=f"C{i % 10}",
@@ -72,7 +72,7 @@ def plot_sweep(doc: dict, out) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    has2 = any(str(r.get("dv_window", "")).startswith("fixed:") for r in doc["runs"])
+    has2 = any(str(r.get("dv_window") or "").startswith("fixed:") for r in doc["runs"])
     has1 = any(r["scheme"] == "vqops" for r in doc["runs"])
     n = max(1, has1 + has2)
     fig, axes = plt.subplots(1, n, figsize=(6.5 * n, 4.5), squeeze=False)

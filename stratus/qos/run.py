@@ -112,6 +112,9 @@ def run(wl: Workload, cfg: Config) -> Outcome:
         "selection": "first feasible candidate in probe order" if cfg.scheme == "qops"
         else "revenue-maximizing candidate (ties: probe order)",
     }
+    # the same keys for every scheme (null where a scheme has no such thing)
+    s.update({"dv_window": None, "oc_trajectory": None, "window_trajectory": None,
+              "oc_var_avg": None, "load_var": None})
     if cfg.scheme == "dvqops":
         s.update({
             "dv_window": "auto" if cfg.window == "auto" else f"fixed:{cfg.w_init_h:g}",
