@@ -69,7 +69,7 @@ def build_workload(submit, runtime, procs, requested, job_ids, *, P: int,
     if (estimates == "trace" or deadline_basis == "requested") and req is None:
         what = "--estimates trace" if estimates == "trace" else "--deadline-basis requested"
         raise ConfigError(f"{what} needs the requested time (SWF field 9) of every job, "
-                          f"but {source} has none")
+                          f"but {source} does not give one for every job")
     if len(submit) == 0:
         raise ConfigError(f"{source}: no jobs")
     order = np.lexsort((ids, submit))
