@@ -73,7 +73,7 @@ for seed in seeds:
                   dv['revenue'] >= 0.9 * v[best]['revenue'] and dv['revenue'] > q['revenue'] and not set(fs) & {0.2, 0.4},
                   f"ratio {dv['revenue'] / v[best]['revenue']:.4f}, f chosen {fs}")
     for dd in [d for d in (load(pat.format(seed=seed, U=U, C=C)) for U, C in (('0.2','10'),('0.5','10'),('0.8','2'))) if d]:
-        check('1 deadline_violations = 0 in every run', all(r['deadline_violations'] == 0 for r in dd['runs']), '')
+        check("1 deadline_violations = 0 and processors used <= P in every run", all(r["deadline_violations"] == 0 and r["max_processors_used"] <= r["processors"] for r in dd["runs"]), "")
 t = load('tie_accept.json')
 if t:
     acc = {r['oc']: r['accepted'] for r in t['runs']}
