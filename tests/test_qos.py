@@ -228,7 +228,7 @@ def workloads(draw):
                      draw(st.integers(1, P + 1)), draw(st.integers(1, 120))))
     rows[0] = (rows[0][0], rows[0][1], min(rows[0][2], P), rows[0][3])  # one job fits
     trace = draw(st.booleans())
-    return dict(P=P, rows=rows, trace=trace, d=draw(st.sampled_from([0.0, 0.5, 1.3])),
+    return dict(P=P, rows=rows, trace=trace, overrun=draw(st.sampled_from(["kill", "extend"])), d=draw(st.sampled_from([0.0, 0.5, 1.3])),
                 u=draw(st.sampled_from([0.0, 0.5, 1.0])), c=draw(st.sampled_from([2.0, 10.0])),
                 seed=draw(st.integers(0, 3)))
 
@@ -237,7 +237,8 @@ def _build(w):
     s, rt, p, req = zip(*w["rows"])
     return build_workload(list(s), list(rt), list(p), list(req) if w["trace"] else None,
                           list(range(len(s))), P=w["P"],
-                          estimates="trace" if w["trace"] else "exact", dup_frac=w["d"],
+                          estimates="trace" if w["trace"] else "exact", overrun=w["overrun"],
+                          dup_frac=w["d"],
                           urgent_frac=w["u"], urgent_cost=w["c"], seed=w["seed"])
 
 
@@ -252,7 +253,8 @@ CONFIGS = [Config(scheme="qops"), Config(scheme="qops", K=0), Config(scheme="vqo
 @given(w=workloads(), ci=st.integers(0, len(CONFIGS) - 1))
 def test_deadlines_capacity_and_one_decision_per_job(w, ci):
     """Every admitted job completes by its deadline (exact estimates; and under trace
-    estimates with kill semantics, since a job never runs past its estimate); processors
+    estimates, killed at the estimate or with the estimate extended to the runtime, since
+    then no job runs past its estimate and reservations only move earlier); processors
     in use never exceed P; each job is accepted or rejected exactly once, and a rejected
     job never runs."""
     wl = _build(w)
