@@ -128,6 +128,36 @@ COMMANDS = {
                  "--json": st.just(None), "--no-progress": st.just(None)},
     ("report",): {"-o": _paths("out"), "--force": st.just(None), "--json": st.just(None)},
 }
+QOS_OPTS = {**TRACE_OPTS, "--processors": _num("64", "8", "1e9"),
+            "--first-jobs": _num("3", "100"), "--skip": _num("0", "2", "99"),
+            "--estimates": st.sampled_from(["exact", "trace", "x"]),
+            "--overrun": st.sampled_from(["kill", "extend", "x"]),
+            "--slack-factor": _num("5", "1", "0.5"), "--base-rate": _num("0.1"),
+            "--charge-basis": st.sampled_from(["actual", "estimate", "x"]),
+            "--deadline-basis": st.sampled_from(["estimate", "requested", "x"]),
+            "--dup-copies-urgency": st.just(None), "--qops-k": _num("5", "2000"),
+            "--oc-tie": st.sampled_from(["reject", "accept", "x"]),
+            "--dv-oc-grid": st.sampled_from(["0,0.1", "0,0,1", "a", "-1", ""]),
+            "--dv-windows": st.sampled_from(["1,2", "0", "100", "a"]),
+            "--dv-wmax": _num("64", "0.5"),
+            "--dv-window": st.sampled_from(["auto", "fixed:1", "fixed:0", "fixed:x", "x"]),
+            "--dv-replay": st.sampled_from(["nested", "tiling", "x"]),
+            "--whatif-start": st.sampled_from(["snapshot", "empty", "x"]),
+            "--json": st.just(None)}
+COMMANDS[("qos", "run")] = {**QOS_OPTS,
+                            "--scheme": st.sampled_from(["qops", "vqops", "dvqops", "x"]),
+                            "--oc": _num("0", "0.1"), "--urgent-frac": _num("0.5", "2"),
+                            "--urgent-cost": _num("10", "2"), "--dup-frac": _num("0.5", "21"),
+                            "--save": _paths("out"), "--force": st.just(None)}
+COMMANDS[("qos", "sweep")] = {**QOS_OPTS,
+                              "--schemes": st.sampled_from(["qops,vqops", "dvqops", "x",
+                                                            "qops,qops"]),
+                              "--ocs": st.sampled_from(["0,0.1", "-1", "a"]),
+                              "--urgent-fracs": st.sampled_from(["0.5", "0.2,0.8", "2"]),
+                              "--urgent-costs": st.sampled_from(["10", "2,10", "0"]),
+                              "--dup-fracs": st.sampled_from(["0", "0,1", "21", "nan"]),
+                              "--dv-fixed-windows": st.sampled_from(["1,4", "0", "x"]),
+                              "--plot": _paths("out"), "--force": st.just(None)}
 POSITIONAL = {("traces", "convert"), ("traces", "describe")}
 # the first argument of sweep (a config) and of report (a results directory)
 FIRST = {("sweep",): ["{box}/sweep.toml", "{box}/bad.toml", "{box}/missing.toml", "{box}",

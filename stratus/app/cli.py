@@ -252,6 +252,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("formats", help="list the trace formats")
     p.add_argument("--json", action="store_true")
+    from stratus.app.qos import add_parsers as add_qos_parsers
+
+    add_qos_parsers(sub, _add_trace_options, _number)
     return ap
 
 
@@ -715,11 +718,17 @@ def _app(module: str):
     return importlib.import_module(f"stratus.app.{module}")
 
 
+def cmd_qos(args) -> int:
+    from stratus.app.qos import command
+
+    return command(args, _Session, _inputs)
+
+
 COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sensitivity,
             "analyze": cmd_analyze, "waiting": cmd_waiting, "advise": cmd_advise,
             "estimate": cmd_estimate, "sweep": lambda a: _app("sweep").cmd_sweep(a),
             "report": lambda a: _app("report_html").cmd_report(a),
-            "schedulers": cmd_schedulers, "traces": cmd_traces}
+            "schedulers": cmd_schedulers, "traces": cmd_traces, "qos": cmd_qos}
 
 
 EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 2, 70, 130

@@ -1,0 +1,1 @@
+"""Deadline admission control (paper 001: QoPS, VQoPS, DVQoPS)."""
