@@ -63,3 +63,21 @@ def per_user(sr: ShareRun, pricing: str, wait_metric: str = "ratio-of-means") ->
                     "mean_runtime_s": round(float(mr[u] / cnt[u]), 4),
                     "wait_ratio": round(float(ratio[u]), 6)})
     return out, note
+
+
+def job_charges(sr: ShareRun, pricing: str) -> np.ndarray:
+    """Per job, the same rules: socialist π OD_j; capitalist OD_j on-demand, ρ c_j rt_j on
+    reserved capacity (the per-user charges are these summed by user)."""
+    if pricing not in PRICINGS:
+        raise ConfigError(f"--pricing takes socialist or capitalist, got {pricing!r}")
+    od_total = float(sr.od_cost.sum())
+    if pricing == "socialist":
+        return sr.total_cost * sr.od_cost / od_total if od_total > 0 else np.zeros_like(sr.od_cost)
+    own = np.where(sr.ondemand, sr.od_cost, 0.0)
+    rcs = sr.reserved_core_seconds
+    used = float(rcs.sum())
+    if sr.reserved_cost == 0:
+        return own
+    if used > 0:
+        return own + sr.reserved_cost / used * rcs
+    return own + (sr.reserved_cost * sr.od_cost / od_total if od_total > 0 else 0.0)
