@@ -140,7 +140,8 @@ COMMANDS[("share", "simulate")] = {**SHARE_OPTS, "--save": _paths("out")}
 COMMANDS[("share", "sweep")] = {**{k: v for k, v in SHARE_OPTS.items() if k != "--grid"},
                                 "--reserved": st.sampled_from(["0:8:4", "0,4", "x", "-1:4:1"]),
                                 "--policies": st.sampled_from(["burst-wait,burst-nowait",
-                                                               "nope", "burst-wait,burst-wait"])}
+                                                               "nope", "burst-wait,burst-wait"]),
+                                "--periods": _num("1", "2", "101")}
 COMMANDS[("share", "defect")] = {**SHARE_OPTS,
                                  "--thetas": st.sampled_from(["1,inf", "0", "-1", "nan", "a"]),
                                  "--defect-on-price": st.just(None)}

@@ -304,3 +304,17 @@ def test_cli_share_is_deterministic(capsys):
         assert main(["share", "defect", "--trace", small, "--reserved", "4", "--json"]) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1]
+
+
+def test_periods_price_each_span_at_the_previous_optimum():
+    from stratus.sharing.analyses import periods
+
+    w = _w([(i * 100, 90, 1 + (i >= 10), 0) for i in range(20)])
+    rows = periods(w, Cluster(ratio=0.5), ["burst-nowait"], [0, 1, 2], 2)
+    assert [r["jobs"] for r in rows] == [10, 10] and "at_previous_optimum" not in rows[0]
+    prev = rows[0]["optimal"]["burst-nowait"]["reserved"]
+    at = rows[1]["at_previous_optimum"]["burst-nowait"]
+    assert at["reserved"] == prev and at["normalized_price"] == rows[1]["price"][
+        "burst-nowait"][[0, 1, 2].index(prev)]
+    with pytest.raises(ConfigError):
+        periods(w, Cluster(), ["burst-nowait"], [0], 0)

@@ -225,6 +225,9 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="reserved VMs (node mode) or cores (pool mode); sweep: a grid")
         if name == "sweep":
             p.add_argument("--policies", default="lift-and-shift,burst-wait,burst-nowait")
+            p.add_argument("--periods", type=int, default=1,
+                           help="also cut the trace into K spans: N* per span and each span "
+                                "at the previous one's N* (Fig. 7)")
         else:
             p.add_argument("--grid", default="0:160:8", help="N searched for 'optimal'")
         p.add_argument("--mode", default="auto", help="pool (SWF default), node or auto")

@@ -80,6 +80,9 @@ def _check(args) -> dict:
                               f"got {args.policies!r}")
         out["policies"] = pols
         out["grid"] = parse_grid(args.reserved)
+        if not 1 <= args.periods <= 100:
+            raise ConfigError(f"--periods takes a whole number from 1 to 100, got "
+                              f"{args.periods}")
     else:
         out["grid"] = parse_grid(args.grid, "--grid")
     if cmd in ("defect", "solo"):
@@ -137,6 +140,10 @@ def cmd_share(args) -> int:
         extra = sr
     elif cmd == "sweep":
         doc = {**head, **sweep(w, base, opts["policies"], opts["grid"])}
+        if args.periods > 1:
+            from stratus.sharing.analyses import periods
+
+            doc["periods"] = periods(w, base, opts["policies"], opts["grid"], args.periods)
     elif cmd == "defect":
         n, opt = reserved()
         doc = {**head, "reserved_optimal": opt,
@@ -205,9 +212,16 @@ def _text(cmd: str, doc: dict) -> str:
                 row += [q["normalized_price"], q["mean_wait_s"] / 3600.0]
             rows.append(row)
         heads = ["N"] + [f"{p} {x}" for p in pols for x in ("π", "wait h")]
+        extra = []
+        for per in doc.get("periods", []):
+            at = per.get("at_previous_optimum", {})
+            extra.append(f"\nperiod {per['period']} ({per['jobs']} jobs):\n" + table(
+                ("policy", "N*", "π(N*)", "previous N*", "π(previous N*)"),
+                [(p, v["reserved"], v["normalized_price"], at.get(p, {}).get("reserved"),
+                  at.get(p, {}).get("normalized_price")) for p, v in per["optimal"].items()]))
         opt = "\n".join(f"N* {p}: {v['reserved']} (π {v['normalized_price']:.4f}, mean wait "
                         f"{v['mean_wait_s'] / 3600:.2f} h)" for p, v in doc["optimal"].items())
-        return table(heads, rows) + "\n" + opt
+        return table(heads, rows) + "\n" + opt + "".join(extra)
     if cmd == "defect":
         rows = [("inf" if t["theta_inf"] else t["theta"], t["participation"], t["users_left"],
                  t["normalized_price"], t["rounds"]) for t in doc["thetas"]]

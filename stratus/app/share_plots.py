@@ -34,7 +34,19 @@ def _cdf(ax, values, label):
 def plot_sweep(doc: dict, out) -> None:
     """Figs. 5 and 6: normalized price and mean wait against the reserved count N."""
     plt = _plt()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    per = doc.get("periods") or []
+    fig, axes = plt.subplots(1, 3 if per else 2, figsize=(16 if per else 11, 4))
+    a, b = axes[0], axes[1]
+    if per:  # Fig. 7: π(N) of each span for the last policy (burst-wait by default)
+        pol = "burst-wait" if "burst-wait" in per[0]["price"] else list(per[0]["price"])[-1]
+        for row in per:
+            axes[2].plot(doc["grid"], row["price"][pol], "o-", ms=3,
+                         label=f"period {row['period']} (N* {row['optimal'][pol]['reserved']})")
+        axes[2].axhline(1.0, color="gray", lw=0.8, ls=":")
+        axes[2].set_xlabel("reserved N")
+        axes[2].set_ylabel("normalized price π")
+        axes[2].set_title(f"Fig. 7: {pol} by period", fontsize=9)
+        axes[2].legend(fontsize=8)
     for p in doc["policies"]:
         n = [q["reserved"] for q in p["points"]]
         a.plot(n, [q["normalized_price"] for q in p["points"]], "o-", ms=3, label=p["policy"])

@@ -194,3 +194,32 @@ def solo(w: Workload, c: Cluster, ks: list[int], burst_jobs: int = 10,
             sum(r["price"] is not None and r["price"] < r["shared_price"] for r in users) / n,
             6) if n else None
     return out
+
+
+def periods(w: Workload, base: Cluster, policies: list[str], grid: list[int],
+            k: int) -> list[dict]:
+    """004 Fig. 7 (spec B.4, B-14): the trace cut into ``k`` equal spans of submit time
+    (004 uses calendar years; an SWF log has none), π(N) and N* per span, and each span
+    after the first priced at the previous span's N* ("provision by last year's optimum")."""
+    if not (isinstance(k, int) and 1 <= k <= 100):
+        raise ConfigError(f"--periods takes a whole number from 1 to 100, got {k!r}")
+    edges = np.linspace(w.t0, w.period_end, k + 1)
+    out = []
+    prev = None
+    for i in range(k):
+        hi = edges[i + 1]
+        mask = (w.submit >= edges[i]) & ((w.submit < hi) if i < k - 1 else (w.submit <= hi))
+        sub = replace(w.subset(mask), t0=float(edges[i]), period_end=float(hi))
+        s = sweep(sub, base, policies, grid)
+        row = {"period": i, "start_s": float(edges[i]), "end_s": float(hi), "jobs": sub.n,
+               "optimal": s["optimal"],
+               "price": {p["policy"]: [q["normalized_price"] for q in p["points"]]
+                         for p in s["policies"]}}
+        if prev is not None:
+            row["at_previous_optimum"] = {
+                p: {"reserved": prev[p]["reserved"],
+                    "normalized_price": row["price"][p][grid.index(prev[p]["reserved"])]}
+                for p in policies if p in prev and p in s["optimal"]}
+        prev = s["optimal"]
+        out.append(row)
+    return out
