@@ -30,6 +30,26 @@ def _max_load(sr) -> float:
     return float(np.cumsum(d[order]).max()) if len(t) else 0.0
 
 
+def _memoize_pool_runs() -> None:
+    """The pool's run does not depend on prices: the two ratios' sweeps and the invariant
+    pass share one run per (jobs, policy, N)."""
+    import hashlib
+
+    from stratus.sharing import cluster
+
+    plain = cluster.pool_run
+    memo: dict = {}
+
+    def pool_run(w, c):
+        key = (hashlib.sha1(w.user.tobytes() + w.submit.tobytes()).hexdigest(), c.policy,
+               c.reserved, c.mode, c.vm, c.vm_cores, c.b, c.t, c.short_jobs, c.placement)
+        if key not in memo:
+            memo[key] = plain(w, c)
+        return memo[key]
+
+    cluster.pool_run = pool_run
+
+
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from stratus.sharing.analyses import defect, parse_grid, solo, sweep
@@ -37,6 +57,7 @@ def main() -> None:
     from stratus.sharing.cluster import Cluster, od_core_hour, run, workload_from_frame
     from traces import swf
 
+    _memoize_pool_runs()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default=str(NASA))
     ap.add_argument("--reserved", type=int, default=64, help="N of items 5-6 (64)")
