@@ -136,7 +136,9 @@ SHARE_OPTS = {**TRACE_OPTS,
               "--pricing": st.sampled_from(["socialist", "capitalist", "x"]),
               "--wait-metric": st.sampled_from(["ratio-of-means", "mean-of-ratios", "x"]),
               "--plot": _paths("out"), "--force": st.just(None), "--json": st.just(None)}
-COMMANDS[("share", "simulate")] = {**SHARE_OPTS, "--save": _paths("out")}
+COMMANDS[("share", "simulate")] = {**SHARE_OPTS, "--save": _paths("out"),
+                                   "--steady-state": _num("0.1", "0.6"),
+                                   "--strict": st.just(None)}
 COMMANDS[("share", "sweep")] = {**{k: v for k, v in SHARE_OPTS.items() if k != "--grid"},
                                 "--reserved": st.sampled_from(["0:8:4", "0,4", "x", "-1:4:1"]),
                                 "--policies": st.sampled_from(["burst-wait,burst-nowait",

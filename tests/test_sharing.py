@@ -289,12 +289,18 @@ def test_cli_share_commands(capsys, tmp_path):
                  str(tmp_path / "d"), "--json"]) == 0
     assert (tmp_path / "d" / "jobs.parquet").exists()
     capsys.readouterr()
-    for bad in (["simulate", "--reserved", "x"], ["sweep", "--policies", "nope"],
+    assert main(["share", "simulate", "--trace", small, "--reserved", "1", "--strict"]) == 2
+    assert "--strict" in capsys.readouterr().err
+    assert main(["share", "simulate", "--trace", small, "--reserved", "64", "--strict",
+                 "--steady-state", "0.2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steady_state"] == 0.2
+    for bad in (["simulate", "--reserved", "x"], ["simulate", "--reserved", "4", "--steady-state", "0.5"], ["sweep", "--policies", "nope"],
                 ["defect", "--thetas", "a"], ["solo", "--ks", "1.5"],
                 ["simulate", "--reserved", "1", "--pricing", "x"]):
         assert main(["share", *bad, "--trace", small]) == 2
         err = capsys.readouterr().err
         assert err.startswith("stratus: error:") and err.count("\n") == 1
+        assert bad[-2] in err or bad[-2] == "--reserved" and "--reserved" in err, err
 
 
 def test_cli_share_is_deterministic(capsys):

@@ -251,8 +251,13 @@ def _build_parser() -> argparse.ArgumentParser:
             p.add_argument("--ks", default="0,1,2,4,8,16,32,64")
             p.add_argument("--burst-jobs", type=int, default=10,
                            help="bursty: this many jobs in some 5 minutes")
+        if name in ("simulate", "sweep"):
+            p.add_argument("--steady-state", type=float, default=0.0, metavar="F",
+                           help="mean wait without the first and last F of jobs (0)")
         if name == "simulate":
             p.add_argument("--save", metavar="DIR", help="write jobs.parquet into DIR")
+            p.add_argument("--strict", action="store_true",
+                           help="a job that can never fit the reserved capacity is an error")
         p.add_argument("--plot", metavar="OUT.png", help="004's figures for this command")
         p.add_argument("--force", action="store_true", help="replace --plot / --save output")
         p.add_argument("--json", action="store_true")

@@ -68,6 +68,9 @@ def _check(args) -> dict:
     for mode in ("pool", "node") if args.mode == "auto" else (args.mode,):
         _cluster(args, mode)
     cmd = args.share_cmd
+    steady = getattr(args, "steady_state", 0.0)
+    if not 0 <= steady < 0.5:
+        raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got {steady}")
     if cmd == "simulate":
         out["reserved"] = _reserved_or_optimal(args.reserved)
     if cmd == "sweep":
@@ -106,6 +109,8 @@ def _mode(args, trace) -> str:
 
 
 def cmd_share(args) -> int:
+    import numpy as np
+
     from stratus.app import outputs
     from stratus.app.cli import _inputs, _Session
     from stratus.sharing.analyses import defect, optimal_reserved, solo, sweep
@@ -133,13 +138,19 @@ def cmd_share(args) -> int:
     if cmd == "simulate":
         n, opt = reserved()
         sr = run(w, base.with_reserved(n))
+        if args.strict and sr.never_fit.any():
+            j = int(np.flatnonzero(sr.never_fit)[0])
+            raise ConfigError(f"--strict: {int(sr.never_fit.sum())} jobs can never fit the "
+                              f"reserved capacity at N = {n} (the first: job {w.job_id[j]}, "
+                              f"{w.cpu[j]:g} cores)")
         users, note = per_user(sr, args.pricing, args.wait_metric)
-        doc = {**head, **summary(sr), "reserved_optimal": opt, "pricing": args.pricing,
+        doc = {**head, **summary(sr, args.steady_state), "reserved_optimal": opt,
+               "pricing": args.pricing,
                "charges_total": round(sum(u["charge"] for u in users), 6),
                "note": note, "per_user": users}
         extra = sr
     elif cmd == "sweep":
-        doc = {**head, **sweep(w, base, opts["policies"], opts["grid"])}
+        doc = {**head, **sweep(w, base, opts["policies"], opts["grid"], args.steady_state)}
         if args.periods > 1:
             from stratus.sharing.analyses import periods
 

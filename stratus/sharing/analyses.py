@@ -36,7 +36,8 @@ def parse_grid(text: str, option: str = "--reserved") -> list[int]:
     return vals
 
 
-def sweep(w: Workload, base: Cluster, policies: list[str], grid: list[int]) -> dict:
+def sweep(w: Workload, base: Cluster, policies: list[str], grid: list[int],
+          steady: float = 0.0) -> dict:
     """π(N), waits, on-demand share and utilization per policy; N* = argmin π, ties to the
     smaller N (004 §6.1-6.2, spec B.4)."""
     rows = []
@@ -44,7 +45,7 @@ def sweep(w: Workload, base: Cluster, policies: list[str], grid: list[int]) -> d
     for p in policies:
         pts = []
         for n in grid:
-            s = summary(run(w, replace(base, policy=p, reserved=n)))
+            s = summary(run(w, replace(base, policy=p, reserved=n)), steady)
             pts.append({"reserved": n, **{k: s[k] for k in SWEEP_KEYS}})
         rows.append({"policy": p, "points": pts})
         ok = [q for q in pts if q["normalized_price"] is not None]

@@ -26,7 +26,7 @@ import numpy as np
 from pricing.catalog import get_catalog
 from stratus.errors import ConfigError
 from stratus.waiting.bill import smallest_vm_costs
-from stratus.waiting.pool import PoolRun, PoolSpec, WaitingPolicy, simulate
+from stratus.waiting.pool import PoolRun, PoolSpec, WaitingPolicy, simulate, steady_mask
 
 POLICIES = ("lift-and-shift", "burst-nowait", "burst-wait")
 #: the waiting policy of the pool engine each 004 policy is (spec B.2)
@@ -264,9 +264,11 @@ def per_user_wait(sr: ShareRun, metric: str = "ratio-of-means") -> np.ndarray:
         return mw / mr
 
 
-def summary(sr: ShareRun) -> dict:
-    """004's per-run numbers (spec B.2, B.13)."""
+def summary(sr: ShareRun, steady: float = 0.0) -> dict:
+    """004's per-run numbers (spec B.2, B.13). ``steady``: the mean wait leaves out the
+    first and last fraction of jobs (the authors' trimming; default 0: all jobs, B-7)."""
     w, c = sr.workload, sr.cluster
+    keep = steady_mask(w.n, steady)
     horizon_s = sr.t1 - w.t0
     cores = w.cpu * w.runtime
     cap = c.reserved * unit_cores(c) * horizon_s
@@ -281,7 +283,8 @@ def summary(sr: ShareRun) -> dict:
         "ondemand_cost": round(sr.ondemand_cost, 6),
         "od_equivalent": round(sr.od_equivalent, 6),
         "normalized_price": None if pi is None else round(pi, 9),
-        "mean_wait_s": round(float(sr.wait.mean()), 4) if w.n else 0.0,
+        "mean_wait_s": round(float(sr.wait[keep].mean()), 4) if keep.any() else 0.0,
+        "steady_state": steady,
         "max_wait_s": round(float(sr.wait.max()), 4) if w.n else 0.0,
         "ondemand_jobs": int(sr.ondemand.sum()),
         "ondemand_frac_jobs": round(float(sr.ondemand.mean()), 6) if w.n else 0.0,
