@@ -158,6 +158,34 @@ COMMANDS[("qos", "sweep")] = {**QOS_OPTS,
                               "--dup-fracs": st.sampled_from(["0", "0,1", "21", "nan"]),
                               "--dv-fixed-windows": st.sampled_from(["1,4", "0", "x"]),
                               "--plot": _paths("out"), "--force": st.just(None)}
+SHARE_OPTS = {**TRACE_OPTS,
+              "--policy": st.sampled_from(["lift-and-shift", "burst-nowait", "burst-wait", "x"]),
+              "--reserved": st.sampled_from(["0", "4", "optimal", "-1", "x", "99999999999"]),
+              "--grid": st.sampled_from(["0:8:4", "0,2", "8:0:1", "0:8:0", "x"]),
+              "--mode": st.sampled_from(["auto", "pool", "node", "x"]),
+              "--vm": st.sampled_from(["m5.16xlarge", "m5.large", "m4.large"]),
+              "--vm-cores": _num("1", "4"), "--reserved-ratio": _num("0.6", "0.4"),
+              "--od-sizing": st.sampled_from(["auto", "exact", "m5", "x"]),
+              "--b": _num("86400", "60"), "--t": _num("180"),
+              "--short-jobs": st.sampled_from(["reserved-first", "ondemand", "x"]),
+              "--placement": st.sampled_from(["best-fit", "first-fit", "x"]),
+              "--pricing": st.sampled_from(["socialist", "capitalist", "x"]),
+              "--wait-metric": st.sampled_from(["ratio-of-means", "mean-of-ratios", "x"]),
+              "--plot": _paths("out"), "--force": st.just(None), "--json": st.just(None)}
+COMMANDS[("share", "simulate")] = {**SHARE_OPTS, "--save": _paths("out"),
+                                   "--steady-state": _num("0.1", "0.6"),
+                                   "--strict": st.just(None)}
+COMMANDS[("share", "sweep")] = {**{k: v for k, v in SHARE_OPTS.items() if k != "--grid"},
+                                "--reserved": st.sampled_from(["0:8:4", "0,4", "x", "-1:4:1"]),
+                                "--policies": st.sampled_from(["burst-wait,burst-nowait",
+                                                               "nope", "burst-wait,burst-wait"]),
+                                "--periods": _num("1", "2", "101")}
+COMMANDS[("share", "defect")] = {**SHARE_OPTS,
+                                 "--thetas": st.sampled_from(["1,inf", "0", "-1", "nan", "a"]),
+                                 "--defect-on-price": st.just(None)}
+COMMANDS[("share", "solo")] = {**SHARE_OPTS,
+                               "--ks": st.sampled_from(["0,1,2", "0", "1.5", "-1", "x"]),
+                               "--burst-jobs": _num("10", "1")}
 POSITIONAL = {("traces", "convert"), ("traces", "describe")}
 # the first argument of sweep (a config) and of report (a results directory)
 FIRST = {("sweep",): ["{box}/sweep.toml", "{box}/bad.toml", "{box}/missing.toml", "{box}",
@@ -194,6 +222,8 @@ def argv(draw):
         out += ["--reserved-cores", "4", "--reserved-mem-gb", "16", "--policy", "njw"]
         if cmd == ("waiting", "simulate"):
             out += ["--reserved", "2"]
+    if cmd == ("share", "simulate"):
+        out += ["--reserved", "4"]
     if cmd == ("analyze",):
         out += ["--policy", "njw", "--lam", "0.2", "--mu", "0.002", "--servers", "100",
                 "--pf", "3.84", "--po", "9.6"]

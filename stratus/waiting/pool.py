@@ -104,12 +104,18 @@ def _unit_pool(spec: PoolSpec, cpu: np.ndarray, mem: np.ndarray, fits: np.ndarra
 def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime: np.ndarray,
              cpu: np.ndarray, mem: np.ndarray, short: np.ndarray | None = None,
              over: np.ndarray | None = None, under: np.ndarray | None = None,
-             estimate: np.ndarray | None = None, predictor=None, observe=None) -> PoolRun:
+             estimate: np.ndarray | None = None, predictor=None, observe=None,
+             short_first: bool = False, timer: bool = False) -> PoolRun:
     """Run the pool; jobs must be in submission order. ``estimate``: SJF's runtime key
     (None: the true runtime). SWW and compound ask ``predictor(features)`` for a job's
     wait instead of the oracle (003 §3.2; features: ``STATE_FEATURES``); ``observe(j,
     features, oracle_wait)`` sees every such decision (a training run, or scoring one).
-    Either forces the event path (the fast one has no queue to describe)."""
+    Either forces the event path (the fast one has no queue to describe).
+    ``short_first``: a short job (LJW, compound) takes a free server when the queue lets it
+    pass, else leaves for the cloud at once (004 §5 read as in the spec's B.2), instead of
+    always leaving. ``timer``: compound queues a long job that cannot start and sends it to
+    the cloud at b if still queued (AJW-T's timer, 000 Eq. 12; 004 §5 "wait ... less than
+    24 hours"), instead of asking the wait oracle."""
     n = len(submit)
     submit = np.asarray(submit, dtype=np.float64)
     if n and np.any(np.diff(submit) < 0):
@@ -125,10 +131,11 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
     under = np.zeros(n, bool) if under is None else np.asarray(under, bool)
     hooks = predictor is not None or observe is not None
     if spec.order == "fcfs" and not hooks and _unit_pool(spec, cpu, mem, fits):
-        return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under)
+        return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under,
+                          short_first, timer)
     key = runtime if estimate is None else np.asarray(estimate, dtype=np.float64)
     return _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
-                    predictor, observe)
+                    predictor, observe, short_first, timer)
 
 
 #: cluster state when a job arrives (paper 003 Table 1), then the job's own request
@@ -137,7 +144,8 @@ STATE_FEATURES = ("runq_count", "waitq_count", "runq_mean_cpu", "runq_mean_time"
                   "job_cpu", "job_mem")
 
 
-def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
+def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under, short_first=False,
+               timer=False) -> PoolRun:
     """Kiefer-Wolfowitz: ``free`` holds when each server next frees, given every job that
     will run on the pool so far. FCFS with one job per server makes a job's start the
     earliest of those (or its arrival), so a job's wait is known when it arrives: exact
@@ -159,14 +167,14 @@ def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
         return _unit_speculative(s, policy.t, submit, runtime, fits)
     for i in range(n):
         t = sub[i]
-        if not fit[i] or sh[i]:
+        if not fit[i] or (sh[i] and not short_first):
             cloud[i] = True
             start[i] = t
             continue
         f = free[0]
         begin = t if f <= t else f
         w = begin - t
-        if name == "njw":
+        if name == "njw" or sh[i]:  # (a short job here: short_first)
             go = w > 0
             leave_at = t
         elif name == "ajw" or name == "ljw":
@@ -180,7 +188,7 @@ def _unit_fcfs(s, policy, submit, runtime, fits, short, over, under) -> PoolRun:
                 go, leave_at = True, t
             elif w > b:
                 go = True
-                leave_at = t + b if un[i] else t  # under-predicted: waits b first
+                leave_at = t + b if un[i] or timer else t  # under-predicted: waits b first
             else:
                 go = False
                 leave_at = t
@@ -234,7 +242,7 @@ def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
 
 
 def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
-             predictor=None, observe=None) -> PoolRun:
+             predictor=None, observe=None, short_first=False, timer=False) -> PoolRun:
     """Event by event: several jobs per server, either placement, either order."""
     n = len(submit)
     s = spec.servers
@@ -471,7 +479,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         j = i
         i += 1
         t = t_next
-        if not fits[j] or short[j]:
+        if not fits[j] or (short[j] and not short_first):
             cloud[j] = True
             start[j] = t
             continue
@@ -480,14 +488,14 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         # else only as the new head (an empty queue, or SJF's shortest)
         passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
         k = place(j) if passes else -1
-        if name == "njw":
+        if name == "njw" or short[j]:  # (a short job here: short_first)
             if k >= 0:
                 run(j, k, t)
             else:
                 cloud[j] = True
                 start[j] = t
             continue
-        if name in ("sww", "compound"):
+        if name in ("sww", "compound") and not timer:
             if over[j]:
                 cloud[j] = True
                 start[j] = t
@@ -529,7 +537,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             heapq.heappush(queue, (ky[j], j))
         else:
             queue.append(j)
-        if name == "ajw-t":
+        if name == "ajw-t" or (timer and name == "compound"):
             heapq.heappush(events, (t + b, 1, j, -1))
     return PoolRun(cloud, start, wait, fits, server, killed)
 
