@@ -11,6 +11,56 @@ from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 
 MISPREDICTION_SEED = 0x3A17
+SPECULATE_MARKETS = ("on-demand", "spot")
+
+
+def server_shape(args) -> None:
+    """Resolve the server's shape: ``--reserved-type`` (a ``--catalog`` type: its cores and
+    GiB) or ``--reserved-cores`` with ``--reserved-mem-gb``, never both. Sets
+    ``args.reserved_cores``/``args.reserved_mem_gb``; ``args.reserved_type`` stays the name."""
+    name = getattr(args, "reserved_type", None)
+    cores, mem = args.reserved_cores, args.reserved_mem_gb
+    if name is not None:
+        if cores is not None or mem is not None:
+            raise ConfigError("give the server as --reserved-type or as --reserved-cores with "
+                              "--reserved-mem-gb, not both")
+        try:
+            t = get_catalog(args.catalog)[name]
+        except ConfigError as e:
+            raise ConfigError(f"--reserved-type: {e}") from None
+        args.reserved_cores, args.reserved_mem_gb = float(t.vcpu), float(t.mem_gib)
+        return
+    if cores is None or mem is None:
+        raise ConfigError("the server needs --reserved-cores and --reserved-mem-gb, or "
+                          "--reserved-type (a --catalog type, e.g. m5.4xlarge)")
+
+
+def _spot_book(args, catalog):
+    """The price book spot speculation reads: ``--spot-prices`` or the bundled m4 trace."""
+    from stratus.markets import spot_book
+
+    if not args.spot_prices and catalog.name != "m4":
+        raise ConfigError(f"--speculate-market spot: the bundled spot trace prices m4 only; "
+                          f"use --catalog m4 (with --reserved-discount) or give --spot-prices "
+                          f"with {catalog.name} types")
+    try:
+        return spot_book(catalog, args.spot_prices, args.spot_zone, args.spot_start)
+    except ConfigError as e:
+        raise ConfigError(f"--speculate-market spot: {e}") from None
+
+
+def check_speculation(args) -> None:
+    """``--speculate-market`` and the ``--spot-*`` options, before the trace is read."""
+    market = getattr(args, "speculate_market", "on-demand")
+    if market not in SPECULATE_MARKETS:
+        raise ConfigError(f"--speculate-market takes on-demand or spot, got {market!r}")
+    if market == "spot":
+        if args.policy != "ljw-spec":
+            raise ConfigError("--speculate-market spot is for --policy ljw-spec")
+        _spot_book(args, get_catalog(args.catalog))
+    elif (args.spot_prices or args.spot_zone or args.spot_start) and args.cloud == "smallest-vm":
+        raise ConfigError("--spot-prices, --spot-zone and --spot-start are for "
+                          "--speculate-market spot or --cloud SCHEDULER --market spot")
 
 
 def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_under: float,
@@ -62,8 +112,10 @@ def replay_overflow(trace, order, run, args, history) -> dict:
         return {"total_cost_usd": 0.0, "scheduler": spec.name, "tasks": 0}
     opts = argparse.Namespace(tick=60.0, spinup="30,160", migration_mbps=160.0,
                               migration_footprint="request", seed=args.seed,
-                              catalog=args.cloud_catalog, market=args.market, spot_prices=None,
-                              spot_zone=None, spot_start=0.0, estimator=None,
+                              catalog=args.cloud_catalog, market=args.market,
+                              spot_prices=getattr(args, "spot_prices", None),
+                              spot_zone=getattr(args, "spot_zone", None),
+                              spot_start=getattr(args, "spot_start", 0.0), estimator=None,
                               no_progress=True)
     sub = fit_to_catalog(sub, get_catalog(args.cloud_catalog), drop=False)
     return replay_one(opts, sub, spec, history, None).summary
@@ -122,7 +174,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                     work_conserving=args.work_conserving)
     policy = WaitingPolicy(args.policy, args.b, args.t)
     catalog = get_catalog(args.catalog)
-    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount)
+    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount,
+                         getattr(args, "reserved_type", None))
     f = trace.frame
     submit = f["submit_s"].to_numpy(np.float64)
     runtime = f["runtime_s"].to_numpy(np.float64)
@@ -138,6 +191,7 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         if args.policy in ("ljw", "compound"):  # the class comes from the estimate (000 §4.2)
             short = estimate < args.t
     ml = None
+    spot = None
     if getattr(args, "wait_predictor", "oracle") == "ml":
         if args.policy not in ("sww", "compound"):
             raise ConfigError("--wait-predictor ml is for sww and compound")
@@ -168,15 +222,37 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                   predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
                   truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
     else:
+        if args.policy == "ljw-spec" and getattr(args, "speculate_market", "") == "spot":
+            from stratus.waiting.spot import SpotSpeculation
+
+            spot = SpotSpeculation(_spot_book(args, catalog), cpu, mem)
+            spot.check(np.nonzero((cpu <= spec.cores + 1e-9) & (mem <= spec.mem_gib + 1e-9))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
-                       estimate=estimate)
+                       estimate=estimate, revocation=None if spot is None else spot.revocation)
     steady = args.steady_state
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
-    out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                    per_job, prices.core_hour_ondemand, steady,
-                    speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+    spec_bill = None
+    if spot is not None:
+        from stratus.waiting.spot import speculation_bill
+
+        spec_bill = speculation_bill(run, spot, runtime, per_job)
+        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                        spec_bill["cloud_cost"], prices.core_hour_ondemand, steady,
+                        waste_usd=spec_bill["killed_usd"] + spec_bill["revoked_usd"])
+    else:
+        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                        per_job, prices.core_hour_ondemand, steady,
+                        speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+    if args.policy == "ljw-spec":
+        # 003 §3.1: the two kinds of wasted spend, apart; they sum to speculation_waste_usd
+        out["speculate_market"] = getattr(args, "speculate_market", "on-demand")
+        out["speculation_killed_usd"] = round(spec_bill["killed_usd"], 4) if spec_bill \
+            else out["speculation_waste_usd"]
+        out["revocation_waste_usd"] = round(spec_bill["revoked_usd"], 4) if spec_bill else 0.0
+        out["revocations"] = spec_bill["revocations"] if spec_bill else 0
+        out["speculative_runs"] = len(run.speculations or ())
     cloud_model = "smallest-vm"
     if args.cloud != "smallest-vm":
         vc = replay_overflow(trace, order, run, args, history)
@@ -184,7 +260,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
         out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
         out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
-        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"], 4)
+        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"]
+                                      + out["speculation_waste_usd"], 4)
         out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
         if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
             out["opportunity_cost"] = round(out["normalized_price"] * prices.core_hour_ondemand
@@ -217,7 +294,7 @@ def advise(trace, args) -> dict:
 
     catalog = get_catalog(args.catalog)
     prices = pool_prices(catalog, args.reserved_cores, args.reserved_mem_gb,
-                         args.reserved_discount)
+                         args.reserved_discount, getattr(args, "reserved_type", None))
     f = trace.frame
     order = np.argsort(f["submit_s"].to_numpy(np.float64), kind="stable")
     submit = f["submit_s"].to_numpy(np.float64)[order]
