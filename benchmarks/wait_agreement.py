@@ -115,6 +115,9 @@ def main() -> None:
         rse = rbm_relative_se(s, n_kept) if p == "ajw" else None
         row["wait_rel_se_rbm"] = None if rse is None else round(rse, 6)
         row["jobs_for_2pct_rbm"] = None if rse is None else int(n_kept * (rse / 0.02) ** 2)
+        # the same from the measured spread: kept jobs for a one-run standard error of 2%
+        rsd = row["wait_rel_sd"]
+        row["jobs_for_2pct_measured"] = None if not rsd else int(n_kept * (rsd / 0.02) ** 2)
         rows.append(row)
     doc = {"lam": LAM, "mu": MU, "b": opts.b, "jobs_per_trace": opts.jobs,
            "steady_state": 0.1, "wall_s": round(time.perf_counter() - t0, 1),
