@@ -3,6 +3,8 @@ with the overflow billed in the papers' cloud model (000 §5)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from pricing.catalog import get_catalog
@@ -140,32 +142,57 @@ def _round(v):
     return None if v is None else round(v, 6)
 
 
+ML_FOLDS = 2  # time folds of the training jobs for the cross-fitted aggregation round
+
+
 def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
     """003 §3.2: simulate the training jobs under the policy with the oracle, record the
-    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit."""
+    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit.
+    Then rounds of data aggregation (DAgger: Ross, Gordon and Bagnell, AISTATS 2011), cross-
+    fitted: the training jobs are cut into ``ML_FOLDS`` stretches of time; each stretch runs
+    again under a model fitted without that stretch's samples, the states it reaches are
+    labelled by the oracle, and the forest is refitted on everything. A pool run by a model
+    reaches states the oracle's never did (a queue it would not have let grow); run on the
+    jobs it was fitted to, a forest that memorised them replays the oracle's run and the
+    round adds nothing (docs/decisions.md)."""
     from stratus.waiting.ml import WaitModel
     from stratus.waiting.pool import STATE_FEATURES
 
     xs: list[list[float]] = []
     ys: list[float] = []
+    tags: list[int] = []
+    n = len(submit)
+    edges = [n * k // ML_FOLDS for k in range(ML_FOLDS + 1)]
 
-    def observe(j, x, oracle):
-        xs.append(x)
-        ys.append(min(oracle, 4.0 * args.b))
+    def part(k):
+        cut = slice(edges[k], edges[k + 1])
+        return (submit[cut], runtime[cut], cpu[cut], mem[cut],
+                None if short is None else short[cut])
 
-    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observe)
+    def observer(k):
+        def observe(j, x, oracle):
+            xs.append(x)
+            ys.append(min(oracle, 4.0 * args.b))
+            # k: the stretch simulated; None: all of them, j tells which
+            tags.append(k if k is not None else bisect_right(edges, j) - 1)
+        return observe
+
+    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observer(None))
     first = len(ys)
     model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
     for _ in range(getattr(args, "ml_rounds", 1)):
-        # a pool run by the model reaches states the oracle's never did (a queue the
-        # oracle would not have let grow): run the training jobs again under the model,
-        # label what it saw with the oracle, refit on everything (data aggregation)
-        simulate(spec, policy, submit, runtime, cpu, mem, short,
-                 predictor=model.predict, observe=observe)
+        x_all, y_all, t_all = np.array(xs), np.array(ys), np.array(tags)
+        for k in range(ML_FOLDS):
+            other = t_all != k
+            if other.sum() < 10:
+                continue
+            held_out = WaitModel(seed=args.seed).fit(x_all[other], y_all[other])
+            simulate(spec, policy, *part(k), predictor=held_out.predict, observe=observer(k))
         model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
     return model, {"model": "random forest", "features": list(STATE_FEATURES),
-                   "train_jobs": int(len(submit)), "train_decisions": len(ys),
-                   "oracle_run_decisions": first}
+                   "train_jobs": int(n), "train_decisions": len(ys),
+                   "oracle_run_decisions": first, "aggregation": f"cross-fitted, "
+                   f"{ML_FOLDS} folds"}
 
 
 def simulate_trace(trace, args, history=lambda: None) -> dict:
