@@ -60,7 +60,8 @@ def check_speculation(args) -> None:
         if args.policy != "ljw-spec":
             raise ConfigError("--speculate-market spot is for --policy ljw-spec")
         _spot_book(args, get_catalog(args.catalog))
-    elif (args.spot_prices or args.spot_zone or args.spot_start) and args.cloud == "smallest-vm":
+    elif (args.spot_prices or args.spot_zone or args.spot_start) and not (
+            args.cloud != "smallest-vm" and args.market == "spot"):
         raise ConfigError("--spot-prices, --spot-zone and --spot-start are for "
                           "--speculate-market spot or --cloud SCHEDULER --market spot")
 
