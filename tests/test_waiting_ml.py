@@ -64,3 +64,33 @@ def test_cli_ml_predictor_reports_mcc(capsys):
     assert main(["waiting", "simulate", "--trace", "synthetic:mms?hours=1", "--reserved", "3",
                  "--reserved-cores", "1", "--reserved-mem-gb", "4", "--policy", "njw",
                  "--wait-predictor", "ml"]) == 2
+
+
+def test_the_aggregation_round_adds_states_the_oracle_never_reached(monkeypatch):
+    """The cross-fitted round runs each stretch of the training jobs under a model fitted
+    without it, and what it reaches is new: rows the oracle's run never produced."""
+    import argparse
+
+    from stratus.app.waiting import train_wait_model
+
+    fits = []
+    real_fit = WaitModel.fit
+
+    def spy(self, x, y):
+        fits.append(np.asarray(x))
+        return real_fit(self, x, y)
+
+    monkeypatch.setattr(WaitModel, "fit", spy)
+    rng = np.random.default_rng(5)
+    n = 800
+    sub = np.cumsum(rng.exponential(25.0, n))
+    rt = rng.exponential(600.0, n)
+    cpu = rng.choice([2.0, 4.0, 8.0], n)
+    args = argparse.Namespace(b=300.0, seed=0)
+    _, info = train_wait_model(PoolSpec(3, 8.0, 32.0), WaitingPolicy("sww", b=300.0), args,
+                               sub, rt, cpu, np.full(n, 4.0), None)
+    oracle, final = fits[0], fits[-1]
+    assert len(fits) == 4  # the oracle's fit, one per held-out stretch, the final one
+    assert info["oracle_run_decisions"] == len(oracle) < info["train_decisions"] == len(final)
+    seen = {tuple(r) for r in oracle}
+    assert sum(tuple(r) not in seen for r in final[len(oracle):]) > 0

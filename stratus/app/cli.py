@@ -148,14 +148,25 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
     p.add_argument("--reserved", type=int, required=True, metavar="S", help="reserved servers")
-    p.add_argument("--reserved-cores", type=float, required=True, help="cores per server")
-    p.add_argument("--reserved-mem-gb", type=float, required=True, help="GiB per server")
+    p.add_argument("--reserved-cores", type=float, default=None, help="cores per server")
+    p.add_argument("--reserved-mem-gb", type=float, default=None, help="GiB per server")
+    p.add_argument("--reserved-type", default=None, metavar="TYPE",
+                   help="a --catalog type as the server (e.g. m5.4xlarge), instead of "
+                        "--reserved-cores/--reserved-mem-gb")
     p.add_argument("--reserved-discount", type=float, default=None, metavar="D",
                    help="price servers at (1 - D) x on-demand (default: the catalog's "
                         "3-year reserved rate)")
     p.add_argument("--policy", required=True,
                    help="njw, ajw, ajw-t, sww, ljw, compound or ljw-spec (LJW by speculative "
                         "execution, paper 003 §3.1)")
+    p.add_argument("--speculate-market", default="on-demand", metavar="on-demand|spot",
+                   help="(ljw-spec) the market speculative runs use; spot: the engine's bid "
+                        "and revocations, a revoked run restarts")
+    p.add_argument("--spot-prices", metavar="FILE",
+                   help="(spot) AWS spot price history; default: the bundled m4 trace")
+    p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
+    p.add_argument("--spot-start", type=_number("a number of seconds"), default=0.0,
+                   help="seconds into the spot history that line up with trace time 0")
     p.add_argument("--b", type=float, default=0.0, help="seconds a job may wait (ajw-t, sww, "
                                                         "compound)")
     p.add_argument("--t", type=float, default=0.0,
@@ -194,8 +205,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", required=True, help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
     p.add_argument("--policy", required=True, help="njw, ajw-t, sww, ljw, compound (or ajw)")
-    p.add_argument("--reserved-cores", type=float, required=True, help="cores per server")
-    p.add_argument("--reserved-mem-gb", type=float, required=True, help="GiB per server")
+    p.add_argument("--reserved-cores", type=float, default=None, help="cores per server")
+    p.add_argument("--reserved-mem-gb", type=float, default=None, help="GiB per server")
+    p.add_argument("--reserved-type", default=None, metavar="TYPE",
+                   help="a --catalog type as the server, instead of cores and GiB")
     p.add_argument("--reserved-discount", type=float, default=None, metavar="D")
     p.add_argument("--b", type=float, default=0.0)
     p.add_argument("--t", type=float, default=0.0)
@@ -574,8 +587,11 @@ def cmd_waiting(args) -> int:
 
 def check_waiting(args) -> None:
     """Every option of ``waiting simulate`` checked before the trace is read."""
+    from stratus.app.waiting import check_speculation, server_shape
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
+    server_shape(args)
+    check_speculation(args)
     PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb, args.packing,
              args.scheduling, args.work_conserving)
     WaitingPolicy(args.policy, args.b, args.t)
@@ -602,9 +618,10 @@ def check_waiting(args) -> None:
 
 def cmd_advise(args) -> int:
     from stratus.app import outputs
-    from stratus.app.waiting import advise, plot_advice
+    from stratus.app.waiting import advise, plot_advice, server_shape
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
+    server_shape(args)
     PoolSpec(1, args.reserved_cores, args.reserved_mem_gb, args.packing, args.scheduling,
              args.work_conserving)
     WaitingPolicy(args.policy, args.b, args.t)

@@ -3,6 +3,8 @@ with the overflow billed in the papers' cloud model (000 §5)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from pricing.catalog import get_catalog
@@ -11,6 +13,57 @@ from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 
 MISPREDICTION_SEED = 0x3A17
+SPECULATE_MARKETS = ("on-demand", "spot")
+
+
+def server_shape(args) -> None:
+    """Resolve the server's shape: ``--reserved-type`` (a ``--catalog`` type: its cores and
+    GiB) or ``--reserved-cores`` with ``--reserved-mem-gb``, never both. Sets
+    ``args.reserved_cores``/``args.reserved_mem_gb``; ``args.reserved_type`` stays the name."""
+    name = getattr(args, "reserved_type", None)
+    cores, mem = args.reserved_cores, args.reserved_mem_gb
+    if name is not None:
+        if cores is not None or mem is not None:
+            raise ConfigError("give the server as --reserved-type or as --reserved-cores with "
+                              "--reserved-mem-gb, not both")
+        try:
+            t = get_catalog(args.catalog)[name]
+        except ConfigError as e:
+            raise ConfigError(f"--reserved-type: {e}") from None
+        args.reserved_cores, args.reserved_mem_gb = float(t.vcpu), float(t.mem_gib)
+        return
+    if cores is None or mem is None:
+        raise ConfigError("the server needs --reserved-cores and --reserved-mem-gb, or "
+                          "--reserved-type (a --catalog type, e.g. m5.4xlarge)")
+
+
+def _spot_book(args, catalog):
+    """The price book spot speculation reads: ``--spot-prices`` or the bundled m4 trace."""
+    from stratus.markets import spot_book
+
+    if not args.spot_prices and catalog.name != "m4":
+        raise ConfigError(f"--speculate-market spot: the bundled spot trace prices m4 only; "
+                          f"use --catalog m4 (with --reserved-discount) or give --spot-prices "
+                          f"with {catalog.name} types")
+    try:
+        return spot_book(catalog, args.spot_prices, args.spot_zone, args.spot_start)
+    except ConfigError as e:
+        raise ConfigError(f"--speculate-market spot: {e}") from None
+
+
+def check_speculation(args) -> None:
+    """``--speculate-market`` and the ``--spot-*`` options, before the trace is read."""
+    market = getattr(args, "speculate_market", "on-demand")
+    if market not in SPECULATE_MARKETS:
+        raise ConfigError(f"--speculate-market takes on-demand or spot, got {market!r}")
+    if market == "spot":
+        if args.policy != "ljw-spec":
+            raise ConfigError("--speculate-market spot is for --policy ljw-spec")
+        _spot_book(args, get_catalog(args.catalog))
+    elif (args.spot_prices or args.spot_zone or args.spot_start) and not (
+            args.cloud != "smallest-vm" and args.market == "spot"):
+        raise ConfigError("--spot-prices, --spot-zone and --spot-start are for "
+                          "--speculate-market spot or --cloud SCHEDULER --market spot")
 
 
 def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_under: float,
@@ -62,8 +115,10 @@ def replay_overflow(trace, order, run, args, history) -> dict:
         return {"total_cost_usd": 0.0, "scheduler": spec.name, "tasks": 0}
     opts = argparse.Namespace(tick=60.0, spinup="30,160", migration_mbps=160.0,
                               migration_footprint="request", seed=args.seed,
-                              catalog=args.cloud_catalog, market=args.market, spot_prices=None,
-                              spot_zone=None, spot_start=0.0, estimator=None,
+                              catalog=args.cloud_catalog, market=args.market,
+                              spot_prices=getattr(args, "spot_prices", None),
+                              spot_zone=getattr(args, "spot_zone", None),
+                              spot_start=getattr(args, "spot_start", 0.0), estimator=None,
                               no_progress=True)
     sub = fit_to_catalog(sub, get_catalog(args.cloud_catalog), drop=False)
     return replay_one(opts, sub, spec, history, None).summary
@@ -88,32 +143,57 @@ def _round(v):
     return None if v is None else round(v, 6)
 
 
+ML_FOLDS = 2  # time folds of the training jobs for the cross-fitted aggregation round
+
+
 def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
     """003 §3.2: simulate the training jobs under the policy with the oracle, record the
-    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit."""
+    state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit.
+    Then rounds of data aggregation (DAgger: Ross, Gordon and Bagnell, AISTATS 2011), cross-
+    fitted: the training jobs are cut into ``ML_FOLDS`` stretches of time; each stretch runs
+    again under a model fitted without that stretch's samples, the states it reaches are
+    labelled by the oracle, and the forest is refitted on everything. A pool run by a model
+    reaches states the oracle's never did (a queue it would not have let grow); run on the
+    jobs it was fitted to, a forest that memorised them replays the oracle's run and the
+    round adds nothing (docs/decisions.md)."""
     from stratus.waiting.ml import WaitModel
     from stratus.waiting.pool import STATE_FEATURES
 
     xs: list[list[float]] = []
     ys: list[float] = []
+    tags: list[int] = []
+    n = len(submit)
+    edges = [n * k // ML_FOLDS for k in range(ML_FOLDS + 1)]
 
-    def observe(j, x, oracle):
-        xs.append(x)
-        ys.append(min(oracle, 4.0 * args.b))
+    def part(k):
+        cut = slice(edges[k], edges[k + 1])
+        return (submit[cut], runtime[cut], cpu[cut], mem[cut],
+                None if short is None else short[cut])
 
-    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observe)
+    def observer(k):
+        def observe(j, x, oracle):
+            xs.append(x)
+            ys.append(min(oracle, 4.0 * args.b))
+            # k: the stretch simulated; None: all of them, j tells which
+            tags.append(k if k is not None else bisect_right(edges, j) - 1)
+        return observe
+
+    simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observer(None))
     first = len(ys)
     model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
     for _ in range(getattr(args, "ml_rounds", 1)):
-        # a pool run by the model reaches states the oracle's never did (a queue the
-        # oracle would not have let grow): run the training jobs again under the model,
-        # label what it saw with the oracle, refit on everything (data aggregation)
-        simulate(spec, policy, submit, runtime, cpu, mem, short,
-                 predictor=model.predict, observe=observe)
+        x_all, y_all, t_all = np.array(xs), np.array(ys), np.array(tags)
+        for k in range(ML_FOLDS):
+            other = t_all != k
+            if other.sum() < 10:
+                continue
+            held_out = WaitModel(seed=args.seed).fit(x_all[other], y_all[other])
+            simulate(spec, policy, *part(k), predictor=held_out.predict, observe=observer(k))
         model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
     return model, {"model": "random forest", "features": list(STATE_FEATURES),
-                   "train_jobs": int(len(submit)), "train_decisions": len(ys),
-                   "oracle_run_decisions": first}
+                   "train_jobs": int(n), "train_decisions": len(ys),
+                   "oracle_run_decisions": first, "aggregation": f"cross-fitted, "
+                   f"{ML_FOLDS} folds"}
 
 
 def simulate_trace(trace, args, history=lambda: None) -> dict:
@@ -122,7 +202,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                     work_conserving=args.work_conserving)
     policy = WaitingPolicy(args.policy, args.b, args.t)
     catalog = get_catalog(args.catalog)
-    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount)
+    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount,
+                         getattr(args, "reserved_type", None))
     f = trace.frame
     submit = f["submit_s"].to_numpy(np.float64)
     runtime = f["runtime_s"].to_numpy(np.float64)
@@ -138,6 +219,7 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         if args.policy in ("ljw", "compound"):  # the class comes from the estimate (000 §4.2)
             short = estimate < args.t
     ml = None
+    spot = None
     if getattr(args, "wait_predictor", "oracle") == "ml":
         if args.policy not in ("sww", "compound"):
             raise ConfigError("--wait-predictor ml is for sww and compound")
@@ -168,15 +250,37 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                   predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
                   truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
     else:
+        if args.policy == "ljw-spec" and getattr(args, "speculate_market", "") == "spot":
+            from stratus.waiting.spot import SpotSpeculation
+
+            spot = SpotSpeculation(_spot_book(args, catalog), cpu, mem)
+            spot.check(np.nonzero((cpu <= spec.cores + 1e-9) & (mem <= spec.mem_gib + 1e-9))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
-                       estimate=estimate)
+                       estimate=estimate, revocation=None if spot is None else spot.revocation)
     steady = args.steady_state
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
-    out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                    per_job, prices.core_hour_ondemand, steady,
-                    speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+    spec_bill = None
+    if spot is not None:
+        from stratus.waiting.spot import speculation_bill
+
+        spec_bill = speculation_bill(run, spot, runtime, per_job)
+        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                        spec_bill["cloud_cost"], prices.core_hour_ondemand, steady,
+                        waste_usd=spec_bill["killed_usd"] + spec_bill["revoked_usd"])
+    else:
+        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
+                        per_job, prices.core_hour_ondemand, steady,
+                        speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+    if args.policy == "ljw-spec":
+        # 003 §3.1: the two kinds of wasted spend, apart; they sum to speculation_waste_usd
+        out["speculate_market"] = getattr(args, "speculate_market", "on-demand")
+        out["speculation_killed_usd"] = round(spec_bill["killed_usd"], 4) if spec_bill \
+            else out["speculation_waste_usd"]
+        out["revocation_waste_usd"] = round(spec_bill["revoked_usd"], 4) if spec_bill else 0.0
+        out["revocations"] = spec_bill["revocations"] if spec_bill else 0
+        out["speculative_runs"] = len(run.speculations or ())
     cloud_model = "smallest-vm"
     if args.cloud != "smallest-vm":
         vc = replay_overflow(trace, order, run, args, history)
@@ -184,7 +288,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
         out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
         out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
-        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"], 4)
+        out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"]
+                                      + out["speculation_waste_usd"], 4)
         out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
         if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
             out["opportunity_cost"] = round(out["normalized_price"] * prices.core_hour_ondemand
@@ -217,7 +322,7 @@ def advise(trace, args) -> dict:
 
     catalog = get_catalog(args.catalog)
     prices = pool_prices(catalog, args.reserved_cores, args.reserved_mem_gb,
-                         args.reserved_discount)
+                         args.reserved_discount, getattr(args, "reserved_type", None))
     f = trace.frame
     order = np.argsort(f["submit_s"].to_numpy(np.float64), kind="stable")
     submit = f["submit_s"].to_numpy(np.float64)[order]

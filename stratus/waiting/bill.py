@@ -23,14 +23,20 @@ class PoolPrices:
 
 
 def pool_prices(catalog: Catalog, cores: float, mem_gib: float,
-                discount: float | None) -> PoolPrices:
+                discount: float | None, server_type: str | None = None) -> PoolPrices:
     """A server's prices. ``discount`` D prices it at (1 - D) x on-demand (the papers use
-    0.6); None takes the catalog's reserved rate for the covering type."""
-    fitting = [t for t in catalog if t.vcpu >= cores - 1e-9 and t.mem_gib >= mem_gib - 1e-9]
-    if not fitting:
-        raise ConfigError(f"no {catalog.name} type has {cores:g} cores and {mem_gib:g} GiB: "
-                          f"a reserved server must be a shape the family rents")
-    t = min(fitting, key=lambda x: (x.ondemand_hourly, x.vcpu))
+    0.6); None takes the catalog's reserved rate for the covering type. ``server_type``
+    names the type itself (``--reserved-type``) instead of the cheapest that covers the
+    shape."""
+    if server_type is not None:
+        t = catalog[server_type]
+    else:
+        fitting = [t for t in catalog
+                   if t.vcpu >= cores - 1e-9 and t.mem_gib >= mem_gib - 1e-9]
+        if not fitting:
+            raise ConfigError(f"no {catalog.name} type has {cores:g} cores and {mem_gib:g} "
+                              f"GiB: a reserved server must be a shape the family rents")
+        t = min(fitting, key=lambda x: (x.ondemand_hourly, x.vcpu))
     if discount is None:
         if t.reserved_hourly is None:
             raise ConfigError(f"catalog {catalog.name} has no reserved rate for {t.name}; "

@@ -91,6 +91,9 @@ class PoolRun:
     fits: np.ndarray  # bool: the job fits one server at all
     server: np.ndarray | None = None  # the pool server each job ran on (-1: cloud); general path
     killed: np.ndarray | None = None  # ljw-spec: ran t seconds in the cloud, then the pool
+    # ljw-spec: every speculative cloud run, (job, start, end, outcome), outcome "done"
+    # (the job ended there), "killed" (at t) or "revoked" (spot, before it ended)
+    speculations: list[tuple[int, float, float, str]] | None = None
 
 
 def _unit_pool(spec: PoolSpec, cpu: np.ndarray, mem: np.ndarray, fits: np.ndarray) -> bool:
@@ -105,7 +108,7 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
              cpu: np.ndarray, mem: np.ndarray, short: np.ndarray | None = None,
              over: np.ndarray | None = None, under: np.ndarray | None = None,
              estimate: np.ndarray | None = None, predictor=None, observe=None,
-             short_first: bool = False, timer: bool = False) -> PoolRun:
+             short_first: bool = False, timer: bool = False, revocation=None) -> PoolRun:
     """Run the pool; jobs must be in submission order. ``estimate``: SJF's runtime key
     (None: the true runtime). SWW and compound ask ``predictor(features)`` for a job's
     wait instead of the oracle (003 §3.2; features: ``STATE_FEATURES``); ``observe(j,
@@ -115,7 +118,10 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
     pass, else leaves for the cloud at once (004 §5 read as in the spec's B.2), instead of
     always leaving. ``timer``: compound queues a long job that cannot start and sends it to
     the cloud at b if still queued (AJW-T's timer, 000 Eq. 12; 004 §5 "wait ... less than
-    24 hours"), instead of asking the wait oracle."""
+    24 hours"), instead of asking the wait oracle.
+    ``revocation(j, t)``: ljw-spec speculates on spot, and a speculation of job j begun at
+    t is revoked then (inf: never; ``stratus.waiting.spot``); a revoked job restarts as if
+    it arrived then; it forces the event path."""
     n = len(submit)
     submit = np.asarray(submit, dtype=np.float64)
     if n and np.any(np.diff(submit) < 0):
@@ -130,12 +136,16 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
     over = np.zeros(n, bool) if over is None else np.asarray(over, bool)
     under = np.zeros(n, bool) if under is None else np.asarray(under, bool)
     hooks = predictor is not None or observe is not None
+    if revocation is not None and policy.name == "ljw-spec":
+        hooks = True
+    else:
+        revocation = None
     if spec.order == "fcfs" and not hooks and _unit_pool(spec, cpu, mem, fits):
         return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under,
                           short_first, timer)
     key = runtime if estimate is None else np.asarray(estimate, dtype=np.float64)
     return _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
-                    predictor, observe, short_first, timer)
+                    predictor, observe, short_first, timer, revocation)
 
 
 #: cluster state when a job arrives (paper 003 Table 1), then the job's own request
@@ -213,6 +223,7 @@ def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
     wait = np.zeros(n)
     free = [0.0] * s
     requeue: list[tuple[float, int]] = []
+    runs: list[tuple[int, float, float, str]] = []
     sub = submit.tolist()
     rt = runtime.tolist()
     fit = fits.tolist()
@@ -235,14 +246,18 @@ def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
         if not fit[j] or rt[j] < tt:  # speculation finishes it (or it must go anyway)
             cloud[j] = True
             start[j] = t
+            if fit[j]:
+                runs.append((j, t, t + rt[j], "done"))
             continue
         killed[j] = True  # long: killed at t, then queued for the pool
+        runs.append((j, t, t + tt, "killed"))
         heapq.heappush(requeue, (t + tt, j))
-    return PoolRun(cloud, start, wait, fits, None, killed)
+    return PoolRun(cloud, start, wait, fits, None, killed, runs)
 
 
 def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
-             predictor=None, observe=None, short_first=False, timer=False) -> PoolRun:
+             predictor=None, observe=None, short_first=False, timer=False,
+             revocation=None) -> PoolRun:
     """Event by event: several jobs per server, either placement, either order."""
     n = len(submit)
     s = spec.servers
@@ -256,9 +271,11 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     best = spec.placement == "best-fit"
     wc = spec.work_conserving
     sjf = spec.order == "sjf"
-    # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec)
+    # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec),
+    # 3 restart (ljw-spec on spot: a revoked speculation)
     events: list[tuple[float, int, int, int]] = []
     killed = np.zeros(n, dtype=bool)
+    runs: list[tuple[int, float, float, str]] = []
     queue: list = []  # FCFS: job ids in order (lazy deletion); SJF: heap of (key, job)
     waiting: set[int] = set()
     rt = runtime.tolist()
@@ -448,6 +465,26 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     fc[k] += cp[x]
                     fm[k] += mm[x]
 
+    def speculate(j: int, t: float) -> None:
+        """003 §3.1: run j in the cloud now; it ends there if shorter than t, else it is
+        killed at t and queues for the pool. On spot a revocation before either ends the
+        run, and the job restarts then (003 §3.1: revoked jobs "have to restart")."""
+        end = t + rt[j]
+        kill = t + policy.t
+        gone = revocation(j, t) if revocation is not None else math.inf
+        if gone < end and gone < kill:  # a finish or a kill at the same instant comes first
+            runs.append((j, t, gone, "revoked"))
+            heapq.heappush(events, (gone, 3, j, -1))
+        elif rt[j] < policy.t:  # speculation runs it to the end
+            cloud[j] = True
+            start[j] = t
+            wait[j] = t - submit[j]
+            runs.append((j, t, end, "done"))
+        else:  # killed at t, then queued (003 §3.1)
+            killed[j] = True
+            runs.append((j, t, kill, "killed"))
+            heapq.heappush(events, (kill, 2, j, -1))
+
     sub = submit.tolist()
     i = 0
     while i < n or events:
@@ -475,6 +512,15 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             while events and events[0][0] <= t and events[0][1] == 2:
                 _, _, j, _ = heapq.heappop(events)
                 enqueue(j, t)
+            while events and events[0][0] <= t and events[0][1] == 3:
+                _, _, j, _ = heapq.heappop(events)
+                # a restart is an arrival: a free server if the queue rule lets it pass
+                passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
+                k = place(j) if passes else -1
+                if k >= 0:
+                    run(j, k, t)
+                else:
+                    speculate(j, t)
             continue
         j = i
         i += 1
@@ -525,12 +571,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             run(j, k, t)
             continue
         if name == "ljw-spec":
-            if rt[j] < policy.t:  # speculation runs it to the end
-                cloud[j] = True
-                start[j] = t
-            else:  # killed at t, then queued (003 §3.1)
-                killed[j] = True
-                heapq.heappush(events, (t + policy.t, 2, j, -1))
+            speculate(j, t)
             continue
         to_queue(j)
         if sjf:
@@ -539,7 +580,8 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             queue.append(j)
         if name == "ajw-t" or (timer and name == "compound"):
             heapq.heappush(events, (t + b, 1, j, -1))
-    return PoolRun(cloud, start, wait, fits, server, killed)
+    return PoolRun(cloud, start, wait, fits, server, killed,
+                   runs if name == "ljw-spec" else None)
 
 
 def _head(queue: list, waiting: set[int]) -> tuple:
@@ -562,10 +604,12 @@ def steady_mask(n: int, fraction: float) -> np.ndarray:
 def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,
               reserved_rate: float, servers: int, cloud_cost: Sequence[float] | np.ndarray,
               core_hour_ondemand: float, steady_fraction: float = 0.0,
-              speculation_s: float = 0.0) -> dict:
+              speculation_s: float = 0.0, waste_usd: float | None = None) -> dict:
     """The bill and the waits. ``reserved_rate``: $/h per server, paid over the whole
     horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
-    on-demand price of one core-hour, the unit of ``normalized_price``."""
+    on-demand price of one core-hour, the unit of ``normalized_price``. Speculation's waste
+    is ``waste_usd`` when given (spot: ``stratus.waiting.spot.speculation_bill``), else
+    ``speculation_s`` of each killed job's on-demand run."""
     n = len(submit)
     if n == 0:
         return {"jobs": 0, "mean_wait_s": 0.0, "normalized_price": None, "on_demand_fraction": 0.0,
@@ -576,7 +620,9 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
     reserved = servers * reserved_rate * horizon_h
     cloud = float(np.asarray(cloud_cost, dtype=np.float64)[run.cloud].sum())
     waste = 0.0
-    if run.killed is not None and run.killed.any() and speculation_s > 0:
+    if waste_usd is not None:
+        waste = float(waste_usd)
+    elif run.killed is not None and run.killed.any() and speculation_s > 0:
         k = run.killed
         waste = float((np.asarray(cloud_cost, dtype=np.float64)[k] * speculation_s
                        / runtime[k]).sum())
