@@ -78,6 +78,10 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
                    help="stop a replay H simulated hours after it starts; tasks not done by "
                         "then are reported unfinished (default: run until every task is done "
                         "or capacity can never be had)")
+    p.add_argument("--faults", default=None, metavar="crash:R,ice:P[,ice-window:S]",
+                   help="the cloud's own faults (seeded): instances crash at R per "
+                        "instance-hour; a request fails with probability P, and with "
+                        "ice-window its type stays unavailable S seconds (default: none)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
@@ -316,6 +320,9 @@ def _check_cloud_options(args) -> None:
     footprint_fraction(args.migration_footprint)
     if args.max_hours is not None and not args.max_hours > 0:
         raise ConfigError(f"--max-hours takes a positive number of hours, got {args.max_hours}")
+    from stratus.faults import parse_faults
+
+    parse_faults(args.faults)
 
 
 def cmd_replay(args) -> int:
