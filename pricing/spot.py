@@ -487,7 +487,8 @@ def read_compact_table(path: str | Path):
     try:
         table = pq.read_table(str(path))
     except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        raise TraceError(f"{path}: cannot read as Parquet: {exc}") from None
+        raise TraceError(f"{path}: cannot read as Parquet: {' '.join(str(exc).split())}") \
+            from None
     for col in ("type", "t", "price"):
         if col not in table.column_names:
             raise TraceError(f"{path}: compact spot trace lacks column {col!r}")

@@ -81,6 +81,7 @@ class ReplayConfig:
     max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
+    max_restarts: int = 100  # crash-loop guard: stop when one task lost this many runs
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -94,6 +95,8 @@ class ReplayConfig:
         if self.max_hours is not None and not self.max_hours > 0:
             raise ConfigError(f"--max-hours must be a positive number, got {self.max_hours}")
         footprint_fraction(self.migration_footprint)
+        if not (isinstance(self.max_restarts, int) and self.max_restarts >= 1):
+            raise ConfigError(f"max_restarts must be an integer >= 1, got {self.max_restarts!r}")
         if self.faults is not None:
             if not isinstance(self.faults, Faults):
                 raise ConfigError(f"ReplayConfig.faults takes a Faults object, got "
@@ -259,6 +262,8 @@ class Engine:
         self.known_unavailable: dict[str, float] = {}  # type -> until when policies know it
         self._ice_end: dict[int, float] = {}  # failed request -> end of its type's shortage
         self.crash_log: dict[int, float] | None = {} if cfg.record else None
+        self._restarts: dict[int, int] = {}  # tid -> runs lost to crashes
+        self._crash_loop: str | None = None  # why the crash-loop guard stops the replay
         self.view = ClusterView(self)
 
     # ------------------------------------------------------------------ helpers
@@ -585,6 +590,11 @@ class Engine:
         seconds at the crashed instance's price, times the task's dominant share of it."""
         lost = self.done[task.tid]
         self.crash_restarts += 1
+        k = self._restarts[task.tid] = self._restarts.get(task.tid, 0) + 1
+        if k >= self.cfg.max_restarts and self._crash_loop is None:
+            self._crash_loop = (f"crash loop: task {task.tid} (job {task.job}, runtime "
+                                f"{task.runtime:g} s) lost {k} runs to crashes at "
+                                f"{self.faults.crash_per_hour:g} per instance-hour")
         if lost > 0:
             self.lost_task_s += lost
             self.lost_core_s += lost * task.req[0] / 1000.0  # milli-vCPU (stratus.resources)
@@ -779,7 +789,7 @@ class Engine:
                         self._apply(dec)
                 if self.n_done == n and all(not i._tasks for i in self.alive.values()):
                     break
-                starved = self._starved()
+                starved = self._starved() or self._crash_loop
                 if starved:
                     self._halt(t, starved)
                     break
@@ -834,12 +844,13 @@ class Engine:
         change ahead, the state can only change by acquiring; if no type is acquirable in
         any allowed market (spot: price above the bid), or every task left fits none of
         those that are and no more arrive, capacity can never be had."""
+        if self.faults is not None and self.faults.ice_prob >= 1 and self.ice_failures \
+                and all(i.failed for i in self.alive.values()):
+            return "capacity can never be had: every acquisition request fails (ice:1)"
         if self.alive:
             return None
         if not self.pending and self._next_arrival >= self.n:
             return None
-        if self.faults is not None and self.faults.ice_prob >= 1:
-            return "capacity can never be had: every acquisition request fails (ice:1)"
         if self._price_events or ON_DEMAND in self.markets:
             return None
         ok = self.view.acquirable_types(shortages=False) if SPOT in self.markets else []

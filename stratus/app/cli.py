@@ -208,7 +208,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-conserving", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--slot", type=float, default=3600.0, help="MILP time slot, s (3600)")
     p.add_argument("--catalog", default="m5")
-    p.add_argument("--plot", metavar="OUT.png", help="price and wait against s")
+    p.add_argument("--plot", metavar="OUT.png", help="price and wait against s (.png, .svg "
+                   "or .pdf)")
     p.add_argument("--force", action="store_true", help="replace an existing --plot file")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("estimate", help="error distribution of a runtime estimator on a trace")
@@ -232,7 +233,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                       "offered load of a trace")
     p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
-    p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and "
+                   "arrivals (.png, .svg or .pdf)")
     p.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("formats", help="list the trace formats")
@@ -521,12 +523,12 @@ def cmd_advise(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if not (args.slot > 0 and args.slot < float("inf")):
         raise ConfigError(f"--slot must be a positive number of seconds, got {args.slot}")
-    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
-        if args.plot else None
+    png, fmt = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else (None, None)
     sess = _Session(args)
     doc = advise(sess.trace, args)
     if png is not None:
-        outputs.write_file(png, lambda tmp: plot_advice(doc, tmp))
+        outputs.write_file(png, lambda tmp: plot_advice(doc, tmp, fmt))
         print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(doc))
@@ -643,12 +645,12 @@ def _traces_describe(args) -> int:
     from stratus.app import outputs
     from traces.describe import describe, plot
 
-    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
-        if args.plot else None
+    png, fmt = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else (None, None)
     sess = _Session(args)
     out = {"trace": sess.trace.name, **describe(sess.trace)}
     if png is not None:
-        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp)))
+        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp), fmt))
         print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
