@@ -37,7 +37,7 @@ def run(trace, scheduler, conf, faults):
     return Engine(trace, scheduler, cfg).run()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(trace=workloads(max_jobs=6), conf=configs, faults=fault_mixes,
        name=st.sampled_from(SCHEDULERS))
 def test_every_task_completes_once_under_any_fault_mix(trace, conf, faults, name):
@@ -48,7 +48,7 @@ def test_every_task_completes_once_under_any_fault_mix(trace, conf, faults, name
     assert (f["crashes"] > 0) <= (faults.crash_per_hour > 0)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(trace=workloads(max_jobs=8), conf=configs, faults=fault_mixes,
        policy_seed=st.integers(0, 1000))
 def test_chaos_policy_keeps_the_invariants_under_faults(trace, conf, faults, policy_seed):
