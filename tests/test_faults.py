@@ -277,3 +277,24 @@ def test_replay_and_compare_report_the_faults(capsys):
     assert main(["replay", *(a for a in base if a != "--json")]) == 0  # the table shows them
     table = capsys.readouterr().out
     assert "crashes (tasks restarted)" in table and "failed requests (ICE)" in table
+
+
+def test_slices_and_sensitivity_spread_the_fault_counts_only_under_faults():
+    from stratus.app.comparison import aggregate, sensitivity
+
+    def run(name, cost, crashes=None):
+        r = {"scheduler": name, "total_cost_usd": cost, "instances_acquired": 1,
+             "latency": {"p50": 1.0, "p95": 2.0}, "utilization": {"constraining": 0.5}}
+        if crashes is not None:
+            r["faults"] = {"crashes": crashes, "tasks_restarted": 2 * crashes,
+                           "lost_task_seconds": 10.0 * crashes, "lost_usd": 0.5 * crashes,
+                           "ice_failures": 0}
+        return r
+
+    plain = aggregate([[run("a", 1.0)], [run("a", 3.0)]])[0]
+    assert not [k for k in plain if k.startswith("fault_")]
+    agg = aggregate([[run("a", 1.0, 2)], [run("a", 3.0, 4)]])[0]
+    assert agg["fault_crashes"]["mean"] == 3.0 and agg["fault_lost_usd"]["max"] == 2.0
+    doc = sensitivity([(1.0, [run("a", 1.0, 1)]), (10.0, [run("a", 2.0, 5)])])
+    assert [p["fault_crashes"]["mean"] for p in doc["points"]] == [1.0, 5.0]
+    assert "fault_crashes" not in sensitivity([(1.0, [run("a", 1.0)])])["points"][0]

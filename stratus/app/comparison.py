@@ -106,6 +106,9 @@ def sensitivity(points: Sequence[tuple[float, Sequence[dict]]]) -> dict:
                                                       for r in mine]),
                          "latency_p50": spread([_get(r, ("latency", "p50")) for r in mine]),
                          "latency_p95": spread([_get(r, ("latency", "p95")) for r in mine])})
+            if any("crashes" in (r.get("faults") or {}) for r in mine):  # only under --faults
+                rows[-1].update({k: spread([_get(r, path) for r in mine])
+                                 for k, path in FAULT_METRICS.items()})
         base = [r["total_cost_usd"] for r in runs if r["scheduler"] == names[0]]
         if base and sum(base) > 0:
             for name in names[1:]:
