@@ -89,12 +89,13 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 def check_plot(path: str, option: str, inputs: Iterable[Path], force: bool) -> tuple[Path, str]:
     """A plot output, checked before any work: a file (as ``check_file``) whose extension
     names a format in PLOT_FORMATS. Returns the path and the format."""
-    fmt = Path(path).suffix.lower().lstrip(".")
+    out = check_file(path, option, inputs, force)  # an input or a directory is said first
+    fmt = out.suffix.lower().lstrip(".")
     if fmt not in PLOT_FORMATS:
-        what = f"extension {Path(path).suffix!r}" if fmt else "no extension"
+        what = f"extension {out.suffix!r}" if fmt else "no extension"
         raise ConfigError(f"{option} {path}: {what} is not a plot format; end the name in "
                           f"{', '.join('.' + f for f in PLOT_FORMATS)}")
-    return check_file(path, option, inputs, force), fmt
+    return out, fmt
 
 
 def check_dir(path: str, option: str, inputs: Iterable[Path], force: bool) -> Path:
