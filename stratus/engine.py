@@ -354,6 +354,7 @@ class Engine:
             inst.state = RELEASED
             inst.released_at = t
             del self.alive[inst.iid]
+            self._ice_end.pop(inst.iid, None)
             return
         self._touch(inst, t)
         inst.state = RELEASED
@@ -517,8 +518,6 @@ class Engine:
                 self._short_until[name] = t + delay + f.ice_window_s
             return True
         return False
-
-
 
     def _on_ice(self, inst: Instance, t: float) -> None:
         """A failed request is reported: its tasks go back to pending (nothing ran, nothing
