@@ -58,6 +58,7 @@ from traces.schema import Trace, fit_to_catalog
 EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_CRASH, EV_ICE, EV_READY, EV_TICK = range(8)
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
 SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
+HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than this
 
 
 @dataclass
@@ -81,7 +82,7 @@ class ReplayConfig:
     max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
-    max_restarts: int = 100  # crash-loop guard: stop when one task lost this many runs
+    max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -591,9 +592,16 @@ class Engine:
         self.crash_restarts += 1
         k = self._restarts[task.tid] = self._restarts.get(task.tid, 0) + 1
         if k >= self.cfg.max_restarts and self._crash_loop is None:
-            self._crash_loop = (f"crash loop: task {task.tid} (job {task.job}, runtime "
-                                f"{task.runtime:g} s) lost {k} runs to crashes at "
-                                f"{self.faults.crash_per_hour:g} per instance-hour")
+            # a run survives with probability exp(-rate x runtime): a task expected to need
+            # more than HOPELESS_RUNS runs is in a crash loop; any other task only has a
+            # long streak of bad luck, which ends (a geometric number of runs)
+            exponent = task.runtime / self._crash_mean_s
+            if exponent > math.log(HOPELESS_RUNS):
+                runs = f"{math.exp(exponent):.3g}" if exponent < 700 else "more than 1e300"
+                self._crash_loop = (f"crash loop: task {task.tid} (job {task.job}, runtime "
+                                    f"{task.runtime:g} s) lost {k} runs to crashes at "
+                                    f"{self.faults.crash_per_hour:g} per instance-hour and "
+                                    f"would need about {runs} runs to finish once")
         if lost > 0:
             self.lost_task_s += lost
             self.lost_core_s += lost * task.req[0] / 1000.0  # milli-vCPU (stratus.resources)

@@ -298,3 +298,13 @@ def test_slices_and_sensitivity_spread_the_fault_counts_only_under_faults():
     doc = sensitivity([(1.0, [run("a", 1.0, 1)]), (10.0, [run("a", 2.0, 5)])])
     assert [p["fault_crashes"]["mean"] for p in doc["points"]] == [1.0, 5.0]
     assert "fault_crashes" not in sensitivity([(1.0, [run("a", 1.0)])])["points"][0]
+
+
+def test_the_crash_loop_guard_spares_a_long_task_that_can_finish():
+    """0.2 crashes per hour and a 13.8-hour task: about 16 runs on average, with a long
+    tail; the guard must not stop it (seed 7 takes more than max_restarts runs here)."""
+    trace = long_task(49727.2)
+    res = Engine(trace, make_scheduler("task-per-instance"),
+                 ReplayConfig(seed=7, max_restarts=5, faults=Faults(crash_per_hour=0.2))).run()
+    assert res.summary["tasks_completed"] == 1 and res.summary["ended_early"] is None
+    assert res.summary["faults"]["tasks_restarted"] >= 5
