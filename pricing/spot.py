@@ -482,12 +482,14 @@ def _iso(dt: datetime) -> str:
 
 def read_compact_table(path: str | Path):
     """The compact file as (pyarrow table, metadata dict); TraceError if it is not one."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(str(path))
-    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        raise TraceError(f"{path}: cannot read as Parquet: {exc}") from None
+    except (OSError, ValueError, pa.ArrowException) as exc:  # a damaged footer raises any
+        raise TraceError(f"{path}: cannot read as Parquet: {' '.join(str(exc).split())}") \
+            from None
     for col in ("type", "t", "price"):
         if col not in table.column_names:
             raise TraceError(f"{path}: compact spot trace lacks column {col!r}")

@@ -19,7 +19,9 @@ def acquirable(view: ClusterView, bid_factor: float | None = None) -> list[Insta
     not above that bid; without it, the view's rule (not above on-demand, §3.3)."""
     if bid_factor is None or view.market != SPOT:
         return view.acquirable_types()
-    return [t for t in view.catalog if view.price(t) <= bid_factor * view.bid(t)]
+    short = view.unavailable_types()  # known short of capacity (stratus.faults): not now
+    return [t for t in view.catalog
+            if view.price(t) <= bid_factor * view.bid(t) and t.name not in short]
 
 
 def bid_for(view: ClusterView, itype: InstanceType, bid_factor: float | None) -> float | None:

@@ -32,6 +32,7 @@ from pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.decisions import Decisions
 from stratus.errors import ConfigError, DecisionError, StratusError
 from stratus.estimators import Estimator, OracleEstimator
+from stratus.faults import Faults
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
 from stratus.ledger import Ledger
@@ -52,10 +53,12 @@ from stratus.result import ReplayResult
 from stratus.view import ClusterView
 from traces.schema import Trace, fit_to_catalog
 
-# event kinds, in processing order at equal timestamps
-EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_READY, EV_TICK = range(6)
+# event kinds, in processing order at equal timestamps (a crash or a failed request is
+# seen by a tick at the same instant)
+EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_CRASH, EV_ICE, EV_READY, EV_TICK = range(8)
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
 SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
+HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than this
 
 
 @dataclass
@@ -78,6 +81,8 @@ class ReplayConfig:
     record: bool = False  # keep per-interval logs for invariant checks
     max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
+    faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
+    max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -91,6 +96,13 @@ class ReplayConfig:
         if self.max_hours is not None and not self.max_hours > 0:
             raise ConfigError(f"--max-hours must be a positive number, got {self.max_hours}")
         footprint_fraction(self.migration_footprint)
+        if not (isinstance(self.max_restarts, int) and self.max_restarts >= 1):
+            raise ConfigError(f"max_restarts must be an integer >= 1, got {self.max_restarts!r}")
+        if self.faults is not None:
+            if not isinstance(self.faults, Faults):
+                raise ConfigError(f"ReplayConfig.faults takes a Faults object, got "
+                                  f"{self.faults!r} (stratus.faults.parse_faults reads a spec)")
+            self.faults.validate()
 
 
 @contextmanager
@@ -232,6 +244,27 @@ class Engine:
         self._hold_open: dict[tuple[int, int], float] = {}
         self.mig_log: list[tuple[int, int, int, float, float]] | None = [] if cfg.record else None
         self.seg_iid: list[int] | None = [] if cfg.record else None
+        # the cloud's own faults: their own random stream, so that a replay without them
+        # draws exactly what it drew before they existed
+        self.faults = cfg.faults
+        self._frng = (np.random.default_rng([cfg.seed, 0xFA175]) if cfg.faults is not None
+                      else None)
+        self._crash_mean_s = (3600.0 / cfg.faults.crash_per_hour
+                              if cfg.faults is not None and cfg.faults.crash_per_hour > 0 else 0.0)
+        self.crashes = 0
+        self.crash_restarts = 0  # tasks on a crashed instance, sent back to pending
+        self.lost_task_s = 0.0  # progress those tasks lost, task-seconds
+        self.lost_core_s = 0.0  # the same in vCPU-seconds
+        self.lost_usd = 0.0  # dollars spent on that lost progress (docs/decisions.md)
+        self.ice_failures = 0
+        self.ice_returned = 0  # tasks of failed requests, sent back to pending
+        self.failed_requests: list[tuple[float, str, str]] = []  # (reported at, type, market)
+        self._short_until: dict[str, float] = {}  # type -> its shortage ends (requests fail)
+        self.known_unavailable: dict[str, float] = {}  # type -> until when policies know it
+        self._ice_end: dict[int, float] = {}  # failed request -> end of its type's shortage
+        self.crash_log: dict[int, float] | None = {} if cfg.record else None
+        self._restarts: dict[int, int] = {}  # tid -> runs lost to crashes
+        self._crash_loop: str | None = None  # why the crash-loop guard stops the replay
         self.view = ClusterView(self)
 
     # ------------------------------------------------------------------ helpers
@@ -311,11 +344,19 @@ class Engine:
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
         if self.holds is not None:
-            self.holds.append((inst.iid, task.tid, self._hold_open.pop((inst.iid, task.tid)), t))
+            s = self._hold_open.pop((inst.iid, task.tid))
+            if not inst.failed:  # a failed request never existed: it holds nothing
+                self.holds.append((inst.iid, task.tid, s, t))
 
     def _release(self, inst: Instance, t: float) -> None:
         if inst._tasks:
             raise StratusError(f"engine bug: releasing instance {inst.iid} with tasks")
+        if inst.failed:  # a request the provider could not fill: nothing to bill or record
+            inst.state = RELEASED
+            inst.released_at = t
+            del self.alive[inst.iid]
+            self._ice_end.pop(inst.iid, None)
+            return
         self._touch(inst, t)
         inst.state = RELEASED
         inst.released_at = t
@@ -423,6 +464,8 @@ class Engine:
         inst.state = READY
         inst.ready_at = t
         inst._used_since = t
+        if self._crash_mean_s:  # Poisson crashes from the moment it is up (memoryless)
+            self._push(t + self._frng.exponential(self._crash_mean_s), EV_CRASH, inst.iid)
         for task in list(inst._tasks.values()):
             tid = task.tid
             if self.state[tid] == WAITING:
@@ -451,6 +494,60 @@ class Engine:
         if inst.state == RELEASED:
             return
         self.revocations += 1
+        self._evict(inst, t, False)
+
+    def _on_crash(self, iid: int, t: float) -> None:
+        """An instance dies (stratus.faults): as a revocation without notice. Its bill stops
+        now; its tasks lose their progress, which is counted as lost work."""
+        inst = self.alive.get(iid)
+        if inst is None:  # released before its crash time
+            return
+        self.crashes += 1
+        if self.crash_log is not None:
+            self.crash_log[iid] = t
+        self._evict(inst, t, True)
+
+    def _ice_fails(self, name: str, t: float, delay: float) -> bool:
+        """Whether a request for type ``name`` made at ``t`` fails (insufficient capacity),
+        its failure reported ``delay`` seconds later. A fresh failure starts a shortage of
+        the type that lasts until ice-window seconds after it is reported."""
+        f = self.faults
+        if self._short_until.get(name, -math.inf) > t:
+            return True
+        if f.ice_prob > 0 and self._frng.random() < f.ice_prob:
+            if f.ice_window_s:
+                self._short_until[name] = t + delay + f.ice_window_s
+            return True
+        return False
+
+    def _on_ice(self, inst: Instance, t: float) -> None:
+        """A failed request is reported: its tasks go back to pending (nothing ran, nothing
+        is billed), reservations on it as a migration target are cancelled, and with an
+        ice-window the type is known unavailable for that long."""
+        if inst.state == RELEASED:  # emptied and released before the failure was known
+            return
+        name = inst.itype.name
+        self.ice_failures += 1
+        self.failed_requests.append((t, name, inst.market))
+        end = self._ice_end.pop(inst.iid, t)
+        if end > t:  # known short until the shortage this failure belongs to ends
+            self.known_unavailable[name] = max(self.known_unavailable.get(name, -math.inf), end)
+        for task in list(inst._tasks.values()):
+            tid = task.tid
+            self._unhold(inst, task, t)
+            if self.loc[tid] is not inst:  # a migration target that never came up
+                del self.mig_dest[tid]
+                self.cancelled_migrations += 1
+                continue
+            self.state[tid] = PENDING
+            self.loc[tid] = None
+            self.pending.append(task)
+            self.ice_returned += 1
+        inst.keep = False
+        self._release(inst, t)
+
+    def _evict(self, inst: Instance, t: float, crash: bool) -> None:
+        """Take ``inst`` away at ``t`` (revoked or crashed) and send its tasks back."""
         for task in list(inst._tasks.values()):
             tid = task.tid
             dest = self.mig_dest.get(tid)
@@ -477,13 +574,40 @@ class Engine:
             else:
                 self.epoch[tid] += 1  # waiting or migrating: drop its pending events
             self._unhold(inst, task, t)
+            if crash:
+                self._lose(inst, task, t)
+            else:
+                self.tasks_revoked += 1
             self.done[tid] = 0.0
             self.state[tid] = PENDING
             self.loc[tid] = None
             self.pending.append(task)
-            self.tasks_revoked += 1
         inst.keep = False
         self._release(inst, t)
+
+    def _lose(self, inst: Instance, task: Task, t: float) -> None:
+        """Book a crashed task's lost progress: seconds, vCPU-seconds, and dollars -- the
+        seconds at the crashed instance's price, times the task's dominant share of it."""
+        lost = self.done[task.tid]
+        self.crash_restarts += 1
+        k = self._restarts[task.tid] = self._restarts.get(task.tid, 0) + 1
+        if k >= self.cfg.max_restarts and self._crash_loop is None:
+            # a run survives with probability exp(-rate x runtime): a task expected to need
+            # more than HOPELESS_RUNS runs is in a crash loop; any other task only has a
+            # long streak of bad luck, which ends (a geometric number of runs)
+            exponent = task.runtime / self._crash_mean_s
+            if exponent > math.log(HOPELESS_RUNS):
+                runs = f"{math.exp(exponent):.3g}" if exponent < 700 else "more than 1e300"
+                self._crash_loop = (f"crash loop: task {task.tid} (job {task.job}, runtime "
+                                    f"{task.runtime:g} s) lost {k} runs to crashes at "
+                                    f"{self.faults.crash_per_hour:g} per instance-hour and "
+                                    f"would need about {runs} runs to finish once")
+        if lost > 0:
+            self.lost_task_s += lost
+            self.lost_core_s += lost * task.req[0] / 1000.0  # milli-vCPU (stratus.resources)
+            share = max(r / c for r, c in zip(task.req, inst.itype.capacity) if c)
+            price = self.current_price[(inst.itype.name, inst.market)]
+            self.lost_usd += lost * price / 3600.0 * min(share, 1.0)
 
     # ------------------------------------------------------------------ decisions
     def _bad(self, what: str) -> DecisionError:
@@ -550,9 +674,15 @@ class Engine:
             inst = Instance(next(self._iid), itype, acq.market, bid, t)
             inst.keep = inst.was_kept = acq.keep
             self.alive[inst.iid] = inst
-            if acq.market == SPOT:
-                self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
-            self._push(t + self._spinup(), EV_READY, inst)
+            delay = self._spinup()
+            if self.faults is not None and self._ice_fails(itype.name, t, delay):
+                inst.failed = True  # known after the delay it would have taken to come up
+                self._ice_end[inst.iid] = self._short_until.get(itype.name, t)
+                self._push(t + delay, EV_ICE, inst)
+            else:
+                if acq.market == SPOT:
+                    self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
+                self._push(t + delay, EV_READY, inst)
             for task in acq.tasks:
                 self.loc[task.tid] = inst
                 self._hold(inst, task, t)
@@ -560,7 +690,7 @@ class Engine:
             for task in acq.migrate:
                 self.mig_dest[task.tid] = inst
                 self._hold(inst, task, t)
-            if acq.market == SPOT and self.current_price[(itype.name, SPOT)] > bid:
+            if acq.market == SPOT and not inst.failed and self.current_price[(itype.name, SPOT)] > bid:
                 inst.revoke_at = t + SPOT_WARNING_S
                 self._push(inst.revoke_at, EV_REVOKE, inst)
         for pl in dec.placements:
@@ -666,7 +796,7 @@ class Engine:
                         self._apply(dec)
                 if self.n_done == n and all(not i._tasks for i in self.alive.values()):
                     break
-                starved = self._starved()
+                starved = self._starved() or self._crash_loop
                 if starved:
                     self._halt(t, starved)
                     break
@@ -694,6 +824,10 @@ class Engine:
                 self._on_price(a, t)
             elif kind == EV_REVOKE:
                 self._on_revoke(a, t)
+            elif kind == EV_CRASH:
+                self._on_crash(a, t)
+            elif kind == EV_ICE:
+                self._on_ice(a, t)
             if self.n_done == n and not self.alive and kind != EV_TICK:
                 break
         for inst in list(self.alive.values()):  # kept-idle instances end with the replay
@@ -717,11 +851,16 @@ class Engine:
         change ahead, the state can only change by acquiring; if no type is acquirable in
         any allowed market (spot: price above the bid), or every task left fits none of
         those that are and no more arrive, capacity can never be had."""
-        if self.alive or self._price_events or ON_DEMAND in self.markets:
+        if self.faults is not None and self.faults.ice_prob >= 1 and self.ice_failures \
+                and all(i.failed for i in self.alive.values()):
+            return "capacity can never be had: every acquisition request fails (ice:1)"
+        if self.alive:
             return None
         if not self.pending and self._next_arrival >= self.n:
             return None
-        ok = self.view.acquirable_types() if SPOT in self.markets else []
+        if self._price_events or ON_DEMAND in self.markets:
+            return None
+        ok = self.view.acquirable_types(shortages=False) if SPOT in self.markets else []
         if ok and (self._next_arrival < self.n or any(
                 all(r <= c for r, c in zip(task.req, it.capacity))
                 for task in self.pending for it in ok)):

@@ -180,6 +180,9 @@ class FargateCostModel:
         }
         if note:
             summary["lower_bound_integer_note"] = note
+        if cfg.faults is not None:  # no instances to crash, no requests to fail
+            summary["faults"] = {"spec": cfg.faults.spec(), "note": "not modelled: Fargate "
+                                 "bills tasks, with no instances or requests of its own"}
         from stratus.result import INSTANCE_COLUMNS
 
         instances = pd.DataFrame([], columns=INSTANCE_COLUMNS)

@@ -126,6 +126,8 @@ class ReplayResult:
         }
         if lower_int_note:
             summary["lower_bound_integer_note"] = lower_int_note
+        if e.faults is not None:  # only when asked for: a replay without is unchanged
+            summary["faults"] = fault_summary(e)
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -138,8 +140,32 @@ class ReplayResult:
         if e.holds is not None:
             audit = {"holds": e.holds, "migrations": e.mig_log,
                      "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
-                     "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices}
+                     "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices,
+                     "crashes": e.crash_log}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def fault_summary(e: Engine) -> dict:
+    """What the cloud's own faults (stratus.faults) did to a replay: crashes and the work
+    they lost (docs/decisions.md defines lost_usd), and requests that could not be filled."""
+    return {
+        "spec": e.faults.spec(),
+        "crashes": e.crashes,
+        "tasks_restarted": e.crash_restarts,
+        "lost_task_seconds": _r(e.lost_task_s, 3),
+        "lost_core_seconds": _r(e.lost_core_s, 3),
+        "lost_usd": _r(e.lost_usd),
+        "ice_failures": e.ice_failures,
+        "ice_tasks_returned": e.ice_returned,
+        "ice_types_failed": dict(sorted(_count(n for _, n, _ in e.failed_requests).items())),
+    }
+
+
+def _count(names) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for n in names:
+        out[n] += 1
+    return out
 
 
 def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, rho

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -134,11 +135,33 @@ class ClusterView:
         """The default spot bid: the type's on-demand price (Stratus §3.3)."""
         return self._e.default_bid(itype)
 
-    def acquirable_types(self) -> list[InstanceType]:
+    def acquirable_types(self, shortages: bool = True) -> list[InstanceType]:
         """Types worth acquiring now in the replay's market: on spot, those whose price is
-        not above the bid (a spot instance bid below the price is revoked at once)."""
+        not above the bid (a spot instance bid below the price is revoked at once); and,
+        unless ``shortages`` is False, not known to be short of capacity now
+        (``unavailable_types``)."""
         e = self._e
+        short = self.unavailable_types() if shortages and e.known_unavailable else ()
         if e.cfg.market != SPOT:
-            return list(e.cfg.catalog)
+            return [t for t in e.cfg.catalog if t.name not in short]
         cp = e.current_price
-        return [t for t in e.cfg.catalog if cp[(t.name, SPOT)] <= e.default_bid(t)]
+        return [t for t in e.cfg.catalog
+                if cp[(t.name, SPOT)] <= e.default_bid(t) and t.name not in short]
+
+    # --- the cloud's own faults (stratus.faults) -------------------------------------------
+    def unavailable_types(self) -> frozenset[str]:
+        """Names of the types known to be short of capacity now: a request for one failed
+        (reported) less than the ice-window ago, so a request for it now would fail too."""
+        e = self._e
+        if not e.known_unavailable:
+            return frozenset()
+        now = e.now
+        return frozenset(n for n, until in e.known_unavailable.items() if until > now)
+
+    def failed_requests(self, since: float = -math.inf) -> list[tuple[float, str, str]]:
+        """Requests the provider could not fill, reported at or after ``since``: (time the
+        failure was reported, type name, market), oldest first."""
+        out = self._e.failed_requests
+        if since == -math.inf:
+            return list(out)
+        return [r for r in out if r[0] >= since]

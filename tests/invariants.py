@@ -91,7 +91,9 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
     holds_of = defaultdict(list)
     for iid, tid, s, e in a["holds"]:
         holds_of[(tid, iid)].append((s, e))
-    revoked = res.summary["tasks_revoked"] > 0
+    faults = res.summary.get("faults") or {}
+    # a task sent back by a revocation or a crash ran more than its runtime in all
+    revoked = res.summary["tasks_revoked"] > 0 or faults.get("tasks_restarted", 0) > 0
     mig_total = sum(e - s for *_, s, e in a["migrations"])
     assert math.isclose(res.summary["migration_seconds"], mig_total, rel_tol=1e-9, abs_tol=2e-3)
     for tid, iid, s, e in a["segments"]:
@@ -114,6 +116,8 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
         np.testing.assert_allclose(finish - first, runtime + mig_time, rtol=1e-9, atol=1e-6)
         assert res.tasks["migrations"].sum() == len(a["migrations"]) == res.summary["migrations"]
 
+    check_faults(res, progress, runtime, finish)
+
     # money: each instance's bill is the integral of its price from request to release
     total = 0.0
     for inst in insts.values():
@@ -134,6 +138,34 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
     if lo is not None:
         assert res.summary["total_cost_usd"] >= lo * (1 - 1e-9) - 1e-12
         assert lo >= res.summary["lower_bound_cost_usd"] * (1 - 1e-9) - 1e-12
+
+
+def check_faults(res, progress, runtime, finish) -> None:
+    """The cloud's own faults (stratus.faults): a crashed instance is billed to its crash
+    and no further, holds nothing after it, crashed only once it was up; the progress every
+    task made is its runtime plus what crashes lost (when nothing else discards progress)."""
+    a, faults = res.audit, res.summary.get("faults")
+    crashes = a.get("crashes") or {}
+    if faults is None:
+        assert not crashes
+        return
+    assert faults["crashes"] == len(crashes)
+    insts = a["instances"]
+    for iid, t in crashes.items():
+        inst = insts[iid]
+        assert inst.released_at == t, f"instance {iid} crashed at {t}, billed to {inst.released_at}"
+        assert inst.ready_at is not None and inst.ready_at <= t
+    for iid, _tid, _s, e in a["holds"]:
+        if iid in crashes:
+            assert e <= crashes[iid] + 1e-9, "a task held a crashed instance after its crash"
+    if res.summary["tasks_revoked"] == 0 and res.summary["ended_early"] is None:
+        done = np.isfinite(finish)
+        assert done.all()
+        assert math.isclose(progress.sum(), runtime.sum() + faults["lost_task_seconds"],
+                            rel_tol=1e-9, abs_tol=1e-3 * (1 + faults["tasks_restarted"]))
+    if faults["crashes"] == 0:
+        assert faults["tasks_restarted"] == 0 and faults["lost_usd"] == 0
+    assert faults["lost_usd"] >= 0 and faults["lost_core_seconds"] >= 0
 
 
 def check_utilization(res) -> None:

@@ -42,7 +42,8 @@ def _paths(kind: str):
             "spot": ["{box}/history.csv", "{box}/history.json", "{box}/history.txt",
                      "{box}/small.swf", "{box}/empty.swf"],
             "out": ["{box}/out/new.{n}", "{box}/small.swf", "{box}/dir/x.{n}",
-                    "{box}/existing.png", "{box}/dir"]}[kind]
+                    "{box}/existing.png", "{box}/dir", "{box}/out/p.svg", "{box}/out/p.pdf",
+                    "{box}/out/p.jpg", "{box}/out/noext"]}[kind]
     return st.sampled_from(good + bad)
 
 
@@ -72,6 +73,11 @@ REPLAY_OPTS = {
     "--migration-footprint": st.sampled_from(["request", "usage:0.5", "usage:0", "usage:nan",
                                               "usage:2", "usage"]),
     "--max-hours": _num("1", "0.01", "1e9"),
+    "--faults": st.sampled_from(["crash:0.5", "crash:2,ice:0.3,ice-window:600", "ice:0.5",
+                                 "ice:1", "crash:0", "crash:1e6", "crash:-1", "crash:nan",
+                                 "ice:2", "ice:inf", "crash:1,crash:1", "nosuch:1",
+                                 "ice:0.1,ice-window:0", "ice-window:60", "", "crash", ",",
+                                 "crash:1e308"]),
     "--json": st.just(None),
     "--no-progress": st.just(None),
 }

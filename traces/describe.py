@@ -171,8 +171,9 @@ def _arrivals(ax, submit: np.ndarray) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def plot(trace: Trace, out_png: str | Path) -> Path:
-    """Write a PNG: task runtime CDF, tasks-per-job CDF (both log x) and arrivals per hour."""
+def plot(trace: Trace, out_png: str | Path, fmt: str = "png") -> Path:
+    """Write a picture (``fmt``: png, svg or pdf): task runtime CDF, tasks-per-job CDF (both
+    log x) and arrivals per hour."""
     # Lazy, and through the Agg canvas directly: no pyplot, so no global backend change
     # and no display needed.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -186,5 +187,5 @@ def plot(trace: Trace, out_png: str | Path) -> Path:
     _arrivals(ax3, trace.frame["submit_s"].to_numpy(dtype=float))
     fig.suptitle(f"{trace.name}: {trace.n_jobs:,} jobs, {len(trace):,} tasks")
     out = Path(out_png)
-    fig.savefig(out, format="png", dpi=100)
+    fig.savefig(out, format=fmt, dpi=100)
     return out

@@ -78,6 +78,10 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
                    help="stop a replay H simulated hours after it starts; tasks not done by "
                         "then are reported unfinished (default: run until every task is done "
                         "or capacity can never be had)")
+    p.add_argument("--faults", default=None, metavar="crash:R,ice:P[,ice-window:S]",
+                   help="the cloud's own faults (seeded): instances crash at R per "
+                        "instance-hour; a request fails with probability P, and with "
+                        "ice-window its type stays unavailable S seconds (default: none)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
@@ -217,7 +221,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-conserving", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--slot", type=float, default=3600.0, help="MILP time slot, s (3600)")
     p.add_argument("--catalog", default="m5")
-    p.add_argument("--plot", metavar="OUT.png", help="price and wait against s")
+    p.add_argument("--plot", metavar="OUT.png", help="price and wait against s (.png, .svg "
+                   "or .pdf)")
     p.add_argument("--force", action="store_true", help="replace an existing --plot file")
     p.add_argument("--json", action="store_true")
     sh = sub.add_parser("share", help="a shared cloud cluster: provisioning, chargeback, "
@@ -314,7 +319,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                       "offered load of a trace")
     p.add_argument("trace", help="synthetic:NAME[?k=v&...] or a trace file")
     _add_trace_options(p)
-    p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and arrivals")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw runtime/job-size CDFs and "
+                   "arrivals (.png, .svg or .pdf)")
     p.add_argument("--force", action="store_true", help="replace the --plot file if it exists")
     p.add_argument("--json", action="store_true")
     p = tr.add_parser("formats", help="list the trace formats")
@@ -405,6 +411,9 @@ def _check_cloud_options(args) -> None:
     footprint_fraction(args.migration_footprint)
     if args.max_hours is not None and not args.max_hours > 0:
         raise ConfigError(f"--max-hours takes a positive number of hours, got {args.max_hours}")
+    from stratus.faults import parse_faults
+
+    parse_faults(args.faults)
 
 
 def check_replay(args):
@@ -627,12 +636,12 @@ def cmd_advise(args) -> int:
     WaitingPolicy(args.policy, args.b, args.t)
     if not (args.slot > 0 and args.slot < float("inf")):
         raise ConfigError(f"--slot must be a positive number of seconds, got {args.slot}")
-    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
-        if args.plot else None
+    png, fmt = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else (None, None)
     sess = _Session(args)
     doc = advise(sess.trace, args)
     if png is not None:
-        outputs.write_file(png, lambda tmp: plot_advice(doc, tmp))
+        outputs.write_file(png, lambda tmp: plot_advice(doc, tmp, fmt))
         print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(doc))
@@ -749,12 +758,12 @@ def _traces_describe(args) -> int:
     from stratus.app import outputs
     from traces.describe import describe, plot
 
-    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
-        if args.plot else None
+    png, fmt = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force) \
+        if args.plot else (None, None)
     sess = _Session(args)
     out = {"trace": sess.trace.name, **describe(sess.trace)}
     if png is not None:
-        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp)))
+        outputs.write_file(png, lambda tmp: plot(sess.trace, str(tmp), fmt))
         print(f"wrote {png}", file=sys.stderr)
     if args.json:
         print(json.dumps(out))

@@ -21,6 +21,15 @@ METRICS: dict[str, tuple[str, ...]] = {
     "migrations": ("migrations",),
 }
 
+#: what it aggregates too under --faults (stratus.faults)
+FAULT_METRICS: dict[str, tuple[str, ...]] = {
+    "fault_crashes": ("faults", "crashes"),
+    "fault_tasks_restarted": ("faults", "tasks_restarted"),
+    "fault_lost_task_seconds": ("faults", "lost_task_seconds"),
+    "fault_lost_usd": ("faults", "lost_usd"),
+    "fault_ice_failures": ("faults", "ice_failures"),
+}
+
 #: the bound ``cost_over_bound`` divides by: the integer one where the replay has it
 BOUND_KEYS = ("lower_bound_integer_usd", "lower_bound_cost_usd")
 
@@ -69,6 +78,9 @@ def aggregate(slices: Sequence[Sequence[dict]]) -> list[dict]:
         agg = {"scheduler": name, "slices": len(rows)}
         for key, path in METRICS.items():
             agg[key] = spread([_get(r, path) for r in rows])
+        if any("crashes" in (r.get("faults") or {}) for r in rows):  # only under --faults
+            for key, path in FAULT_METRICS.items():
+                agg[key] = spread([_get(r, path) for r in rows])
         out.append(agg)
     return out
 
@@ -94,6 +106,9 @@ def sensitivity(points: Sequence[tuple[float, Sequence[dict]]]) -> dict:
                                                       for r in mine]),
                          "latency_p50": spread([_get(r, ("latency", "p50")) for r in mine]),
                          "latency_p95": spread([_get(r, ("latency", "p95")) for r in mine])})
+            if any("crashes" in (r.get("faults") or {}) for r in mine):  # only under --faults
+                rows[-1].update({k: spread([_get(r, path) for r in mine])
+                                 for k, path in FAULT_METRICS.items()})
         base = [r["total_cost_usd"] for r in runs if r["scheduler"] == names[0]]
         if base and sum(base) > 0:
             for name in names[1:]:

@@ -86,6 +86,23 @@ def check_file(path: str, option: str, inputs: Iterable[Path], force: bool) -> P
     return out
 
 
+#: the formats a ``--plot`` may be written in, by file extension (matplotlib writes each
+#: without extra packages)
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def check_plot(path: str, option: str, inputs: Iterable[Path], force: bool) -> tuple[Path, str]:
+    """A plot output, checked before any work: a file (as ``check_file``) whose extension
+    names a format in PLOT_FORMATS. Returns the path and the format."""
+    out = check_file(path, option, inputs, force)  # an input or a directory is said first
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in PLOT_FORMATS:
+        what = f"extension {out.suffix!r}" if fmt else "no extension"
+        raise ConfigError(f"{option} {path}: {what} is not a plot format; end the name in "
+                          f"{', '.join('.' + f for f in PLOT_FORMATS)}")
+    return out, fmt
+
+
 def check_dir(path: str, option: str, inputs: Iterable[Path], force: bool,
               owned: Callable[[str], bool] = lambda name: name in SAVED_FILES) -> Path:
     """A directory output (``--save``, a report), checked before any work: new, empty, or

@@ -401,7 +401,8 @@ def command(args, session, inputs) -> int:
         print_run(doc, args.json)
         return 0
     plan = check_sweep(args)
-    png = outputs.check_file(args.plot, "--plot", inputs(args), args.force) \
+    # the format is the extension's (png, svg, pdf); the temporary name keeps it
+    png = outputs.check_plot(args.plot, "--plot", inputs(args), args.force)[0] \
         if args.plot else None
     sess = session(args)
     doc = sweep(sess.trace, args, plan, progress=None if args.json else progress_line)

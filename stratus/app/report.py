@@ -66,6 +66,14 @@ def summary_table(s: dict) -> str:
         if key in s and (key != "revocations" or s[key]):
             rows.append((key.replace("_", " "), f"{s[key]:,}"))
     rows.append(("cost by type ($)", ", ".join(f"{k} {v:,.2f}" for k, v in s["cost_by_type"].items())))
+    f = s.get("faults")
+    if f and "crashes" in f:  # --faults: what the cloud's own faults did
+        rows.append(("faults", f["spec"]))
+        rows.append(("crashes (tasks restarted)", f"{f['crashes']:,} ({f['tasks_restarted']:,})"))
+        rows.append(("work lost (task-h, $)", f"{f['lost_task_seconds'] / 3600:,.1f} h, "
+                                              f"${f['lost_usd']:,.2f}"))
+        rows.append(("failed requests (ICE)", f"{f['ice_failures']:,} ({f['ice_tasks_returned']:,}"
+                                              f" tasks sent back)"))
     rows.append(("wall seconds", f"{s['wall_seconds']:.2f}"))
     return table(("metric", "value"), rows, align_left=2)
 

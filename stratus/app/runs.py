@@ -41,6 +41,7 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     from pricing.catalog import get_catalog
     from stratus.app.registry import make_estimator
     from stratus.engine import Engine, ReplayConfig
+    from stratus.faults import parse_faults
     from stratus.markets import configure_market
     from stratus.progress import ProgressBar
 
@@ -48,7 +49,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
                        migration_mbps=args.migration_mbps,
                        migration_footprint=args.migration_footprint, seed=args.seed,
                        catalog=get_catalog(args.catalog),
-                       max_hours=getattr(args, "max_hours", None))
+                       max_hours=getattr(args, "max_hours", None),
+                       faults=parse_faults(getattr(args, "faults", None)))
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
     if spec.kind == COST_MODEL:  # no engine: the model bills the trace itself
         return spec.factory().replay(trace, cfg)

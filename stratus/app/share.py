@@ -118,7 +118,8 @@ def cmd_share(args) -> int:
     from stratus.sharing.cluster import run, summary, workload_from_frame
 
     opts = _check(args)
-    png = outputs.check_file(args.plot, "--plot", _inputs(args), args.force) \
+    # the format is the extension's (png, svg, pdf); the temporary name keeps it
+    png = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force)[0] \
         if args.plot else None
     save = outputs.check_dir(args.save, "--save", _inputs(args), args.force) \
         if getattr(args, "save", None) else None

@@ -367,7 +367,7 @@ def advise(trace, args) -> dict:
             "points": [p.__dict__ for p in pts]}
 
 
-def plot_advice(doc: dict, out) -> None:
+def plot_advice(doc: dict, out, fmt: str = "png") -> None:
     """Price and mean wait against s, the optimum and the MILP's answer marked (the caller
     writes through a temporary name: stratus.app.outputs)."""
     import matplotlib
@@ -392,6 +392,6 @@ def plot_advice(doc: dict, out) -> None:
     ax.set_title(f"{doc['policy']} on {doc['trace']}", fontsize=9)
     fig.tight_layout()
     try:
-        fig.savefig(out, format="png", dpi=100)
+        fig.savefig(out, format=fmt, dpi=100)
     finally:
         plt.close(fig)

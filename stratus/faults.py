@@ -1,0 +1,91 @@
+"""The simulated cloud's own faults (issue 9): instances that die and requests the provider
+cannot fill.
+
+``crash:RATE`` -- every instance, once it is up, dies as a Poisson process of RATE per
+instance-hour: its lifetime to a crash is exponential with mean 1/RATE hours. At the crash
+its bill stops, and its tasks lose their progress and go back to pending.
+
+``ice:PROB`` -- an acquisition request fails with probability PROB (insufficient capacity,
+"ICE" on AWS). The failure is reported after the spin-up delay the request would have had;
+nothing is billed for it, and its tasks go back to pending. ``ice-window:S`` -- after a
+failure the type stays short: every request for it fails until S seconds after that
+failure was reported, and the policies see the type as unavailable meanwhile.
+
+Faults draw from their own random stream (seeded from the replay's seed), so a replay
+without faults draws exactly what it drew before they existed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stratus.errors import ConfigError
+
+KEYS = ("crash", "ice", "ice-window")
+
+
+@dataclass(frozen=True)
+class Faults:
+    crash_per_hour: float = 0.0  # instance crashes per instance-hour (Poisson)
+    ice_prob: float = 0.0  # probability that an acquisition request fails
+    ice_window_s: float = 0.0  # a failed type stays unavailable this long (0: no window)
+
+    def __bool__(self) -> bool:
+        return self.crash_per_hour > 0 or self.ice_prob > 0
+
+    def spec(self) -> str:
+        parts = [f"crash:{self.crash_per_hour:g}", f"ice:{self.ice_prob:g}"]
+        if self.ice_window_s:
+            parts.append(f"ice-window:{self.ice_window_s:g}")
+        return ",".join(parts)
+
+    def validate(self, what: str = "faults") -> None:
+        if not (math.isfinite(self.crash_per_hour) and self.crash_per_hour >= 0):
+            raise ConfigError(f"{what}: crash takes a rate per instance-hour >= 0, got "
+                              f"{self.crash_per_hour!r}")
+        if not (0.0 <= self.ice_prob <= 1.0):  # NaN fails too
+            raise ConfigError(f"{what}: ice takes a probability in [0, 1], got {self.ice_prob!r}")
+        if not (math.isfinite(self.ice_window_s) and self.ice_window_s >= 0):
+            raise ConfigError(f"{what}: ice-window takes a number of seconds > 0, got "
+                              f"{self.ice_window_s!r}")
+
+
+def parse_faults(text: str | None, what: str = "--faults") -> Faults | None:
+    """``crash:RATE,ice:PROB[,ice-window:SECONDS]`` (any subset, any order) to Faults;
+    None or empty: no faults. Every mistake is one ConfigError naming ``what`` and the part."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not text:
+        raise ConfigError(f"{what} is empty; give crash:RATE, ice:PROB and/or ice-window:SECONDS")
+    seen: dict[str, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        key, sep, val = part.partition(":")
+        key = key.strip().lower()
+        if not sep:
+            raise ConfigError(f"{what}: {part!r} is not KEY:VALUE (keys: {', '.join(KEYS)})")
+        if key not in KEYS:
+            raise ConfigError(f"{what}: unknown fault {key!r} in {part!r} (keys: {', '.join(KEYS)})")
+        if key in seen:
+            raise ConfigError(f"{what}: {key!r} given twice")
+        try:
+            v = float(val)
+        except ValueError:
+            raise ConfigError(f"{what}: {key} takes a number, got {val.strip()!r}") from None
+        if key == "crash" and not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{what}: crash takes a rate per instance-hour >= 0 (finite), "
+                              f"got {val.strip()!r}")
+        if key == "ice" and not 0.0 <= v <= 1.0:
+            raise ConfigError(f"{what}: ice takes a probability in [0, 1], got {val.strip()!r}")
+        if key == "ice-window" and not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"{what}: ice-window takes a number of seconds > 0 (finite), "
+                              f"got {val.strip()!r}")
+        seen[key] = v
+    if "ice-window" in seen and "ice" not in seen:
+        raise ConfigError(f"{what}: ice-window needs ice:PROB (the chance a request fails)")
+    return Faults(seen.get("crash", 0.0), seen.get("ice", 0.0), seen.get("ice-window", 0.0))
+
+
+__all__ = ["Faults", "parse_faults"]
