@@ -124,7 +124,8 @@ def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=N
         means = [groups[t].get(n, {}).get("mean") for n in names]
         stds = [groups[t].get(n, {}).get("std") or 0.0 for n in names]
         xs = x + (i - (len(traces) - 1) / 2) * width
-        ax.bar(xs, [m if m is not None else 0 for m in means], width * 0.9, yerr=stds,
+        have = [k for k, m in enumerate(means) if m is not None]  # no bar where none ran
+        ax.bar(xs[have], [means[k] for k in have], width * 0.9, yerr=[stds[k] for k in have],
                capsize=3, color=cmap(i), alpha=0.85, label=f"{t} (ours, mean ± sd)")
         pv = paper_vals.get(t, {})
         px = [xx for xx, n in zip(xs, names) if n in pv]
@@ -157,7 +158,7 @@ def replay_figures(df) -> list[Figure]:
     spot = r[(r["market"] == "spot") & nohint]
     if not spot.empty:
         spot = _normalize(spot)
-        traces = list(dict.fromkeys(spot["trace_label"]))
+        traces = sorted(set(spot["trace_label"]))
         cost = {t: _per(spot[spot["trace_label"] == t], "normalized_cost") for t in traces}
         pt = {t: paper.fig4_normalized(spot[spot["trace_label"] == t]["paper_trace"].iloc[0])
               for t in traces}
@@ -226,7 +227,7 @@ def replay_figures(df) -> list[Figure]:
     od = r[(r["market"] == "on-demand") & nohint]
     if not od.empty:
         od = _normalize(od)
-        traces = list(dict.fromkeys(od["trace_label"]))
+        traces = sorted(set(od["trace_label"]))
         cost = {t: _per(od[od["trace_label"] == t], "normalized_cost") for t in traces}
         rows = []
         for t in traces:
@@ -306,7 +307,7 @@ def _fig8(hs) -> list[Figure]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    traces = list(dict.fromkeys(hs["trace_label"]))
+    traces = sorted(set(hs["trace_label"]))
     hs = hs.copy()
     hs["hv"] = hs["h"].astype(float)
     rows = []
