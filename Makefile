@@ -21,6 +21,7 @@ test: venv
 # (a rerun skips the finished cells; examples/main-comparison.toml is the paper's scale)
 demo: venv
 	$(VENV)/bin/stratus sweep examples/demo.toml --results results/demo
+	@mkdir -p report
 	$(VENV)/bin/stratus report results/demo -o report/demo --force
 
 lint: venv
