@@ -47,7 +47,8 @@ def annotate(runs: list[dict]) -> list[dict]:
     return runs
 
 
-def _get(summary: dict, path: tuple[str, ...]):
+def summary_field(summary: dict, path: tuple[str, ...]):
+    """The value at ``path`` in a summary (None where it has none)."""
     v = summary
     for k in path:
         if not isinstance(v, dict) or k not in v:
@@ -77,10 +78,10 @@ def aggregate(slices: Sequence[Sequence[dict]]) -> list[dict]:
         rows = [r for runs in slices for r in runs if r["scheduler"] == name]
         agg = {"scheduler": name, "slices": len(rows)}
         for key, path in METRICS.items():
-            agg[key] = spread([_get(r, path) for r in rows])
+            agg[key] = spread([summary_field(r, path) for r in rows])
         if any("crashes" in (r.get("faults") or {}) for r in rows):  # only under --faults
             for key, path in FAULT_METRICS.items():
-                agg[key] = spread([_get(r, path) for r in rows])
+                agg[key] = spread([summary_field(r, path) for r in rows])
         out.append(agg)
     return out
 
@@ -104,10 +105,10 @@ def sensitivity(points: Sequence[tuple[float, Sequence[dict]]]) -> dict:
                          "instances_acquired": spread([r["instances_acquired"] for r in mine]),
                          "instances_cleared": spread([r.get("instances_cleared", 0)
                                                       for r in mine]),
-                         "latency_p50": spread([_get(r, ("latency", "p50")) for r in mine]),
-                         "latency_p95": spread([_get(r, ("latency", "p95")) for r in mine])})
+                         "latency_p50": spread([summary_field(r, ("latency", "p50")) for r in mine]),
+                         "latency_p95": spread([summary_field(r, ("latency", "p95")) for r in mine])})
             if any("crashes" in (r.get("faults") or {}) for r in mine):  # only under --faults
-                rows[-1].update({k: spread([_get(r, path) for r in mine])
+                rows[-1].update({k: spread([summary_field(r, path) for r in mine])
                                  for k, path in FAULT_METRICS.items()})
         base = [r["total_cost_usd"] for r in runs if r["scheduler"] == names[0]]
         if base and sum(base) > 0:

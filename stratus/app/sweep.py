@@ -37,25 +37,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratus.app import sweep_store as store
+from stratus.app.comparison import METRICS, summary_field
 from stratus.errors import ConfigError
 
 COMMANDS = {"replay": ("replay",), "waiting": ("waiting", "simulate")}
 TRACE_KEYS = {"label", "spec", "format", "hours", "start", "slices", "slice", "seeds"}
 ALIASES = {"schedulers": "scheduler", "policies": "policy", "s": "reserved"}
-# the replay summary's numbers a report reads, flattened into columns
+# the replay summary's numbers a report reads, flattened into columns: compare's metrics
+# (those a single summary has; normalized cost is relative to the other cells) and a few more
 REPLAY_COLUMNS = {
-    "total_cost_usd": ("total_cost_usd",),
-    "utilization_constraining": ("utilization", "constraining"),
-    "latency_p50": ("latency", "p50"),
-    "latency_p95": ("latency", "p95"),
-    "instances_acquired": ("instances_acquired",),
-    "instances_cleared": ("instances_cleared",),
-    "migrations": ("migrations",),
-    "tasks": ("tasks",),
-    "tasks_unfinished": ("tasks_unfinished",),
-    "lower_bound_cost_usd": ("lower_bound_cost_usd",),
-    "lower_bound_integer_usd": ("lower_bound_integer_usd",),
-    "estimator": ("estimator",),
+    **{k: path for k, path in METRICS.items() if k not in ("normalized_cost",
+                                                           "cost_over_bound")},
+    **{k: (k,) for k in ("tasks", "tasks_unfinished", "lower_bound_cost_usd",
+                         "lower_bound_integer_usd", "estimator")},
 }
 WAITING_COLUMNS = {k: (k,) for k in (
     "jobs", "mean_wait_s", "normalized_price", "on_demand_fraction", "total_cost_usd",
@@ -250,15 +244,6 @@ def _session(args):
     return _SESSIONS[k]
 
 
-def _dig(doc: dict, path: tuple[str, ...]):
-    v = doc
-    for k in path:
-        if not isinstance(v, dict) or k not in v:
-            return None
-        v = v[k]
-    return v
-
-
 def _strip_wall(doc):
     if isinstance(doc, dict):
         return {k: _strip_wall(v) for k, v in doc.items() if k not in WALL_KEYS}
@@ -270,15 +255,7 @@ def run_cell(cell: Cell, code: str) -> dict:
     from stratus.app.runs import replay_one
 
     t0 = time.perf_counter()
-    row = {"key": cell.key, "command": cell.command, "code_version": code,
-           "trace_label": cell.trace["label"], "trace": cell.trace["spec"],
-           "format": cell.trace.get("format"), "slice": cell.trace.get("slice"),
-           "slices": cell.trace.get("slices"), "seed": cell.trace["seed"],
-           "hours": cell.trace.get("hours"), "options_json": json.dumps(cell.options,
-                                                                        sort_keys=True)}
-    for k, v in cell.options.items():
-        row[f"opt_{k}"] = v if isinstance(v, str) else float(v) \
-            if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    row = _row_head(cell, code)
     try:
         if store.code_version() != code:
             raise ConfigError("this worker runs other code than the sweep (code version "
@@ -298,7 +275,7 @@ def run_cell(cell: Cell, code: str) -> dict:
             doc = simulate_trace(trace, args, sess.history)
             cols = WAITING_COLUMNS
         for name, path in cols.items():
-            v = _dig(doc, path)
+            v = summary_field(doc, path)
             row[name] = v if v is None or isinstance(v, str) else float(v)
         row["result_json"] = json.dumps(_strip_wall(doc), sort_keys=True, default=str)
         row["status"], row["error"] = "ok", None
@@ -364,12 +341,22 @@ def _local(cells: list[Cell], code: str, workers: int):
         ex.shutdown(wait=True, cancel_futures=True)
 
 
+def _row_head(cell: Cell, code: str) -> dict:
+    """What names a cell in its row: key, code, trace window, options (one column each)."""
+    row = {"key": cell.key, "command": cell.command, "code_version": code,
+           "trace_label": cell.trace["label"], "trace": cell.trace["spec"],
+           "format": cell.trace.get("format"), "slice": cell.trace.get("slice"),
+           "slices": cell.trace.get("slices"), "seed": cell.trace["seed"],
+           "hours": cell.trace.get("hours"),
+           "options_json": json.dumps(cell.options, sort_keys=True)}
+    for k, v in cell.options.items():  # numbers as floats, so a column has one type
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        row[f"opt_{k}"] = float(v) if number else str(v)
+    return row
+
+
 def _died(cell: Cell, code: str, why: str) -> dict:
-    return {"key": cell.key, "command": cell.command, "code_version": code,
-            "trace_label": cell.trace["label"], "trace": cell.trace["spec"],
-            "slice": cell.trace.get("slice"), "seed": cell.trace["seed"],
-            "options_json": json.dumps(cell.options, sort_keys=True),
-            "status": "failed", "error": why, "result_json": None}
+    return {**_row_head(cell, code), "status": "failed", "error": why, "result_json": None}
 
 
 def _dask(cells: list[Cell], code: str, executor: str, workers: int):
