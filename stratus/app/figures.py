@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratus.app import paper
+from stratus.app.comparison import spread
 
 COST_MODELS = ("fargate",)
 
@@ -25,11 +26,8 @@ class Figure:
 
 
 def _stat(xs) -> dict:
-    v = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
-    if not len(v):
-        return {"mean": None, "std": None, "n": 0}
-    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-            "n": int(len(v))}
+    """``comparison.spread`` of ``xs``, with an empty spread where nothing is finite."""
+    return spread(list(xs)) or {"mean": None, "std": None, "n": 0}
 
 
 def _fmt(s: dict, digits: int = 3, pct: bool = False) -> str:
@@ -329,15 +327,9 @@ def _fig8(hs) -> list[Figure]:
                              "instances cleared": _fmt(_stat(gh["instances_cleared"]), 0)})
             curves[(t, n)] = pts
         if {"stratus", "stratus-noclear"} <= set(g["scheduler"]):
-            sav = []
-            for h, gh in sorted(g.groupby("hv")):
-                xs = []
-                for _, w in gh.groupby("window"):
-                    a = w[w["scheduler"] == "stratus"]["total_cost_usd"]
-                    b = w[w["scheduler"] == "stratus-noclear"]["total_cost_usd"]
-                    if len(a) and len(b) and b.iloc[0] > 0:
-                        xs.append(1 - a.iloc[0] / b.iloc[0])
-                sav.append((h, _stat(xs)))
+            pair = g[g["scheduler"].isin(["stratus", "stratus-noclear"])]
+            sav = [(h, _savings(gh, "stratus").get("stratus-noclear", _stat([])))
+                   for h, gh in sorted(pair.groupby("hv"))]
             curves[(t, "clearing saves")] = sav
             p = paper.FIG8_CLEARING_SAVING.get(pt_name(hs, t), {})
             rows += [{"trace": t, "scheduler": "clearing saves (1 − stratus/no-clear)", "h": h,
