@@ -33,8 +33,9 @@ def _table(rows: list[dict]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def build(results: Path, out_tmp: Path) -> dict:
-    """Write index.html and the figures into ``out_tmp``; the document of what was made."""
+def build(results: Path) -> tuple[dict, dict]:
+    """The page and its figures as ``outputs.write_dir`` writers (name -> write(path)), and
+    the document of what they hold. Nothing is drawn until the writers run."""
     from stratus.app import figures
     from stratus.app.sweep_store import read_rows
 
@@ -49,13 +50,12 @@ def build(results: Path, out_tmp: Path) -> dict:
              "shows the mean and spread over the windows (slices × seeds) of each trace, "
              "never a single run, with the paper's value beside ours where the paper gives "
              "one.</p>"]
-    made = []
+    files = {}
     for f in figs:
         parts.append(f"<h2>{html.escape(f.title)}</h2>")
         if f.draw is not None:
             png = f"{f.name}.png"
-            f.draw(out_tmp / png)
-            made.append(png)
+            files[png] = f.draw
             parts.append(f'<figure><img src="{png}" alt="{html.escape(f.title)}">'
                          f"<figcaption>{f.caption}</figcaption></figure>")
         else:
@@ -67,31 +67,22 @@ def build(results: Path, out_tmp: Path) -> dict:
                               "error": r.error} for r in failed.itertuples()]))
     page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Stratus "
             f"report</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
-    (out_tmp / "index.html").write_text(page, encoding="utf-8")
-    return {"figures": made, "sections": [f.title for f in figs],
-            "tables": {f.name: f.table for f in figs}, "cells": len(df),
-            "cells_ok": len(ok), "cells_failed": len(failed)}
+    doc = {"figures": list(files), "sections": [f.title for f in figs],
+           "tables": {f.name: f.table for f in figs}, "cells": len(df),
+           "cells_ok": len(ok), "cells_failed": len(failed)}
+    files["index.html"] = lambda path: path.write_text(page, encoding="utf-8")
+    return doc, files
 
 
 def cmd_report(args) -> int:
-    import shutil
-
     from stratus.app import outputs
 
     results = Path(args.results)
     if not (results / "rows").is_dir():
         raise ConfigError(f"{results}: not a sweep's results directory (no rows/)")
     out = outputs.check_dir(args.output, "-o", [results], args.force, owned=_owned)
-    tmp = out.with_name(f".{out.name}.build")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        doc = build(results, tmp)
-        files = {name: (lambda dst, src=tmp / name: shutil.copyfile(src, dst))
-                 for name in ["index.html", *doc["figures"]]}
-        outputs.write_dir(out, files)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    doc, files = build(results)
+    outputs.write_dir(out, files)  # the page and its figures as one unit
     page = out / "index.html"
     doc["report"] = str(page)
     if args.json:
