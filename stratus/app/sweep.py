@@ -38,7 +38,7 @@ from pathlib import Path
 
 from stratus.app import sweep_store as store
 from stratus.app.comparison import METRICS, summary_field
-from stratus.errors import ConfigError
+from stratus.errors import ConfigError, StratusError
 
 COMMANDS = {"replay": ("replay",), "waiting": ("waiting", "simulate")}
 TRACE_KEYS = {"label", "spec", "format", "hours", "start", "slices", "slice", "seeds"}
@@ -219,9 +219,7 @@ def check_cell(cell: Cell):
             cli.check_replay(args)
         else:
             cli.check_waiting(args)
-    except ConfigError as exc:
-        raise ConfigError(f"cell {cell.trace['label']} {cell.options}: {exc}") from None
-    except Exception as exc:  # argparse's error type is cli's own
+    except StratusError as exc:  # a bad value, or argparse's refusal (cli's _UsageError)
         raise ConfigError(f"cell {cell.trace['label']} {cell.options}: {exc}") from None
     return args
 
@@ -468,11 +466,10 @@ def cmd_sweep(args) -> int:
     """The ``stratus sweep`` command: exit 0 when every cell has a result, 1 when some
     failed (their rows say why; a rerun retries them), 2 on a bad config or option."""
     from stratus.app import outputs
+    from stratus.app.runs import default_jobs
     from stratus.progress import ProgressBar
 
     executor = check_executor(args.executor)
-    from stratus.app.runs import default_jobs
-
     workers = default_jobs() if args.workers is None else args.workers
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
