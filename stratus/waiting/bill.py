@@ -49,16 +49,26 @@ def pool_prices(catalog: Catalog, cores: float, mem_gib: float,
     return PoolPrices(t.ondemand_hourly, reserved, t.ondemand_hourly / cores, t.name)
 
 
+def smallest_types(catalog: Catalog, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    """Per job, the index (in ``catalog.types``) of the cheapest type that fits it; -1
+    where none does."""
+    order = sorted(range(len(catalog.types)),
+                   key=lambda i: (catalog.types[i].ondemand_hourly, catalog.types[i].vcpu))
+    out = np.full(len(cpu), -1, dtype=np.int64)
+    for i in reversed(order):  # the cheapest fitting type is written last
+        t = catalog.types[i]
+        out[(cpu <= t.vcpu + 1e-9) & (mem <= t.mem_gib + 1e-9)] = i
+    return out
+
+
 def smallest_vm_costs(catalog: Catalog, cpu: np.ndarray, mem: np.ndarray,
                       runtime: np.ndarray) -> np.ndarray:
     """$ per job on the cheapest type that fits it, per second. A job larger than every
     type spans ceil(size / largest) of the largest type (a parallel job over VMs)."""
-    types = sorted(catalog, key=lambda x: (x.ondemand_hourly, x.vcpu))
-    rate = np.full(len(cpu), np.nan)
-    for t in reversed(types):  # the cheapest fitting type is written last
-        ok = (cpu <= t.vcpu + 1e-9) & (mem <= t.mem_gib + 1e-9)
-        rate[ok] = t.ondemand_hourly
-    big = np.isnan(rate)
+    kind = smallest_types(catalog, cpu, mem)
+    hourly = np.array([t.ondemand_hourly for t in catalog.types])
+    big = kind < 0
+    rate = np.where(big, np.nan, hourly[np.maximum(kind, 0)])
     if big.any():
         top = max(catalog, key=lambda x: (x.vcpu, x.mem_gib))
         k = np.maximum(np.ceil(cpu[big] / top.vcpu), np.ceil(mem[big] / top.mem_gib))

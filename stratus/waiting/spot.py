@@ -16,22 +16,10 @@ import math
 
 import numpy as np
 
-from pricing.catalog import Catalog
 from pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.engine import SPOT_WARNING_S
 from stratus.errors import ConfigError
-
-
-def smallest_types(catalog: Catalog, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
-    """Per job, the index (in ``catalog.types``) of the cheapest type that fits it (the
-    type ``bill.smallest_vm_costs`` prices); -1 where none does."""
-    order = sorted(range(len(catalog.types)),
-                   key=lambda i: (catalog.types[i].ondemand_hourly, catalog.types[i].vcpu))
-    out = np.full(len(cpu), -1, dtype=np.int64)
-    for i in reversed(order):  # the cheapest fitting type is written last
-        t = catalog.types[i]
-        out[(cpu <= t.vcpu + 1e-9) & (mem <= t.mem_gib + 1e-9)] = i
-    return out
+from stratus.waiting.bill import smallest_types
 
 
 class SpotSpeculation:
