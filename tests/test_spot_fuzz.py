@@ -28,6 +28,17 @@ def _check_loaded(hist) -> None:
         assert np.all(np.isfinite(s.prices)) and np.all(s.prices > 0), name
 
 
+def _loads_or_names(path) -> None:
+    """The file loads as valid prices, or fails with one line that names it."""
+    try:
+        hist = load_spot_history(path)
+    except StratusError as exc:
+        msg = str(exc)
+        assert str(path) in msg and "\n" not in msg, msg
+        return
+    _check_loaded(hist)
+
+
 @pytest.mark.parametrize("name", sorted(FILES))
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -40,13 +51,7 @@ def test_a_corrupt_spot_file_loads_valid_prices_or_fails_naming_it(tmp_path, nam
     stem = name.removesuffix(".gz")
     path = tmp_path / (stem + (".gz" if gz else ""))
     path.write_bytes(gzip.compress(data) if gz else data)
-    try:
-        hist = load_spot_history(path)
-    except StratusError as exc:
-        msg = str(exc)
-        assert str(path) in msg and "\n" not in msg, msg
-        return
-    _check_loaded(hist)
+    _loads_or_names(path)
 
 
 @settings(max_examples=40, deadline=None,
@@ -88,16 +93,6 @@ def _compact_bytes(tmp_path) -> bytes:
     path = tmp_path / "small.parquet"
     write_compact(units, path, hist.origin, hist.zone or "us-west-2a")
     return path.read_bytes()
-
-
-def _loads_or_names(path) -> None:
-    try:
-        hist = load_spot_history(path)
-    except StratusError as exc:
-        msg = str(exc)
-        assert str(path) in msg and "\n" not in msg, msg
-        return
-    _check_loaded(hist)
 
 
 @settings(max_examples=60, deadline=None,
