@@ -89,9 +89,14 @@ def default_jobs() -> int:
 _W: dict = {}
 
 
-def _init_worker(args, trace, hist, warmup_h) -> None:
-    # Ctrl-C reaches the whole process group: the parent alone handles it and stops us
+def ignore_sigint() -> None:
+    """In a worker: Ctrl-C reaches the whole process group; the parent alone handles it
+    and stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _init_worker(args, trace, hist, warmup_h) -> None:
+    ignore_sigint()
     _W.update(args=args, trace=trace, hist=hist, warmup_h=warmup_h)
 
 

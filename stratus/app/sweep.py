@@ -259,17 +259,16 @@ def run_cell(cell: Cell, code: str) -> dict:
             raise ConfigError("this worker runs other code than the sweep (code version "
                               f"{store.code_version()} vs {code})")
         args = check_cell(cell)
+        sess, trace = _session(args)
         if cell.command == "replay":
             from stratus.app.registry import get_spec
 
-            sess, trace = _session(args)
             doc = replay_one(args, trace, get_spec(args.scheduler), sess.history,
                              sess.warmup_hours()).summary
             cols = REPLAY_COLUMNS
         else:
             from stratus.app.waiting import simulate_trace
 
-            sess, trace = _session(args)
             doc = simulate_trace(trace, args, sess.history)
             cols = WAITING_COLUMNS
         for name, path in cols.items():
@@ -288,9 +287,6 @@ def run_cell(cell: Cell, code: str) -> dict:
 
 
 # --- executors ----------------------------------------------------------------------------
-EXECUTORS = ("local", "dask-local", "dask://HOST:PORT")
-
-
 def check_executor(text: str) -> str:
     if text in ("local", "dask-local") or (text.startswith("dask://") and
                                            len(text) > len("dask://")):
@@ -304,12 +300,6 @@ def check_executor(text: str) -> str:
     raise ConfigError(f"--executor takes local, dask-local or dask://HOST:PORT, got {text!r}")
 
 
-def _init_local() -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone handles Ctrl-C
-
-
 def _local(cells: list[Cell], code: str, workers: int):
     """(cell, row) as cells finish, on ``workers`` spawned processes (1: in this one)."""
     if workers <= 1:
@@ -320,10 +310,10 @@ def _local(cells: list[Cell], code: str, workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    from stratus.app.runs import _stop
+    from stratus.app.runs import _stop, ignore_sigint
 
     ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=_init_local)
+                             initializer=ignore_sigint)
     try:
         futures = {ex.submit(run_cell, c, code): c for c in cells}
         for fut in as_completed(futures):
