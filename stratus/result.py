@@ -116,6 +116,7 @@ class ReplayResult:
             "tasks_revoked": e.tasks_revoked,
             "cost_by_type": {k: _r(v) for k, v in sorted(cost_by_type.items())},
             "cost_by_market": {k: _r(v) for k, v in sorted(cost_by_market.items())},
+            "usage_by_family": usage_by_family(instances, e.cfg.catalog),
             "jobs": len(e._job_ids),
             "market": e.cfg.market,
             "estimator": est.name,
@@ -143,6 +144,29 @@ class ReplayResult:
                      "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices,
                      "crashes": e.crash_log}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def usage_by_family(instances: pd.DataFrame, catalog) -> dict:
+    """Per instance family: billed dollars, instance-hours and vCPU-hours (request to
+    release, as billed), and the family's share of the billed vCPU-hours."""
+    if instances.empty:
+        return {}
+    hours = (instances["released_s"] - instances["requested_s"]) / 3600.0
+    per_type = pd.DataFrame({"type": instances["type"], "hours": hours,
+                             "cost": instances["cost_usd"]}).groupby("type", sort=True).sum()
+    out: dict[str, dict[str, float]] = {}
+    for name, h, c in zip(per_type.index, per_type["hours"], per_type["cost"]):
+        t = catalog[name]
+        fam = out.setdefault(t.family or name.split(".")[0],
+                             {"cost_usd": 0.0, "instance_hours": 0.0, "vcpu_hours": 0.0})
+        fam["cost_usd"] += float(c)
+        fam["instance_hours"] += float(h)
+        fam["vcpu_hours"] += float(h) * t.vcpu
+    total = sum(f["vcpu_hours"] for f in out.values()) or 1.0
+    return {k: {"cost_usd": _r(f["cost_usd"]), "instance_hours": _r(f["instance_hours"], 4),
+                "vcpu_hours": _r(f["vcpu_hours"], 4),
+                "vcpu_hours_share": _r(f["vcpu_hours"] / total, 4)}
+            for k, f in sorted(out.items())}
 
 
 def fault_summary(e: Engine) -> dict:
