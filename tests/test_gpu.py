@@ -248,3 +248,44 @@ def test_gpu_index_answers_as_a_scan(name, trace, conf):
             mp.setattr(cls, "general", True)
         general = comparable(run(trace, make_scheduler(name), GPU, conf))
     assert fast == general
+
+
+# --- loaders, generators, describe ------------------------------------------------------
+
+def test_generic_loader_reads_a_gpus_column(tmp_path):
+    from traces import generic
+
+    p = tmp_path / "jobs.csv"
+    p.write_text("id,t,rt,c,m,g\n1,0,60,4,16,1\n2,5,60,1,2,0\n")
+    opts = {"job_id": "id", "submit_s": "t", "runtime_s": "rt", "cpu": "c", "mem_gib": "m"}
+    t = generic.load(p, **opts, gpus="g")
+    assert t.column("gpus").tolist() == [1.0, 0.0]
+    assert "gpus" not in generic.load(p, **opts).frame.columns
+    p.write_text("id,t,rt,c,m,g\n1,0,60,4,16,-1\n")
+    with pytest.raises(TraceError, match=r"jobs.csv:2: column .g. \(gpus\): must be >= 0"):
+        generic.load(p, **opts, gpus="g")
+
+
+def test_synthetic_gpu_share():
+    from traces.describe import describe
+    from traces.synthetic import generate
+
+    base = generate("google", hours=1, seed=4, scale=0.05)
+    same = generate("google", hours=1, seed=4, scale=0.05, gpu_share=0)
+    pd.testing.assert_frame_equal(base.frame, same.frame)  # default off: unchanged
+    assert same.name == base.name and "gpus" not in base.frame.columns
+    g = generate("google", hours=1, seed=4, scale=0.05, gpu_share=0.3)
+    assert g.name.endswith("gpu_share=0.3")
+    on = g.frame["gpus"].to_numpy() > 0
+    assert 0 < on.mean() < 0.7
+    assert set(g.frame["gpus"][on]) <= {1.0, 2.0, 4.0, 8.0}
+    cpu_rows = g.frame[~on].drop(columns="gpus").reset_index(drop=True)
+    base_rows = base.frame[base.frame.set_index(["job_id", "task_id"]).index.isin(
+        g.frame[~on].set_index(["job_id", "task_id"]).index)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(cpu_rows, base_rows)  # CPU-only jobs as they were
+    assert fit_to_catalog(g, GPU, drop=False) is g  # every GPU shape fits some type
+    d = describe(g)
+    assert d["gpus"]["tasks"] == int(on.sum()) and d["offered_load"]["gpus"] > 0
+    assert "gpus" not in describe(base)
+    with pytest.raises(ConfigError, match="gpu_share"):
+        generate("twosigma", hours=1, scale=0.05, gpu_share=1.5)

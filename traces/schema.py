@@ -272,6 +272,10 @@ def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
     bad_jobs = np.unique(f["job_id"].to_numpy()[bad])
     keep = ~f["job_id"].isin(bad_jobs).to_numpy()
     report = LoadReport.from_dict(trace.meta.get("load_report") or {}, trace.name, len(f))
-    report.drop(f"jobs with a task larger than every {catalog.name} type", int(bad_jobs.size))
+    gpu_jobs = (np.unique(f["job_id"].to_numpy()[bad & (trace.column("gpus") > 0)])
+                if not catalog.has_gpus and has_gpus(trace) else bad_jobs[:0])
+    report.drop(f"jobs requesting GPUs (catalog {catalog.name} has none)", int(gpu_jobs.size))
+    report.drop(f"jobs with a task larger than every {catalog.name} type",
+                int(bad_jobs.size - gpu_jobs.size))
     meta = dict(trace.meta, load_report=report.as_dict())
     return Trace(f[keep].reset_index(drop=True), name=trace.name, meta=meta, validated=True)
