@@ -35,9 +35,15 @@ class InstanceType:
     def __post_init__(self) -> None:
         if self.vcpu <= 0 or self.mem_gib <= 0 or self.ondemand_hourly <= 0:
             raise ConfigError(f"instance type {self.name!r}: sizes and price must be positive")
-        if not (isinstance(self.gpus, int) and not isinstance(self.gpus, bool) and self.gpus >= 0):
+        g = self.gpus
+        try:  # a whole number from a file (4.0, numpy ints) is taken as the int it is
+            whole = not isinstance(g, bool) and g >= 0 and int(g) == g
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole:
             raise ConfigError(f"instance type {self.name!r}: gpus must be an integer >= 0, "
-                              f"got {self.gpus!r}")
+                              f"got {g!r}")
+        object.__setattr__(self, "gpus", int(g))
         amounts = (self.vcpu, self.mem_gib, self.gpus) if self.gpus else (self.vcpu, self.mem_gib)
         object.__setattr__(self, "capacity", to_units(*amounts))
 

@@ -143,10 +143,18 @@ def test_gpu_normaliser_is_the_smallest_nonzero_amount():
     assert only4.norm == (2000, 8192, 4)
 
 
-@pytest.mark.parametrize("gpus", [-1, 1.5, True])
+@pytest.mark.parametrize("gpus", [-1, 1.5, True, "2", float("nan"), float("inf")])
 def test_bad_gpu_count_is_refused(gpus):
-    with pytest.raises(ConfigError, match="gpus"):
+    with pytest.raises(ConfigError, match="gpus must be an integer >= 0"):
         InstanceType("x", 2, 8, 0.1, gpus=gpus)
+
+
+def test_whole_gpu_count_from_a_file_is_an_int():
+    import numpy as np
+
+    for g in (4.0, np.int64(4)):
+        t = InstanceType("x", 2, 8, 0.1, gpus=g)
+        assert t.gpus == 4 and type(t.gpus) is int and t.capacity == (2000, 8192, 4)
 
 
 # --- traces --------------------------------------------------------------------------
