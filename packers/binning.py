@@ -78,8 +78,10 @@ class BinIndex:
     kept up to date as tasks are placed on them during one tick."""
 
     def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
-                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None) -> None:
-        """``reuse``: last tick's entries, refreshed in place instead of allocated anew."""
+                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None,
+                 general: bool = False) -> None:
+        """``reuse``: last tick's entries, refreshed in place instead of allocated anew;
+        ``general``: no unrolled (cpu, mem) path (the tests compare the two)."""
         self.unit_s = unit_s
         ref = self.ref = view.catalog.max_capacity
         dims = self.dims = len(ref)
@@ -91,13 +93,14 @@ class BinIndex:
         insts = list(instances)
         rems = view.instances_remaining(insts)
         planned = plan._free  # what this plan already changed (nothing, when built first)
-        r0, r1 = (ref[0], ref[1]) if dims == 2 else (0, 0)
+        fast = dims == 2 and not general
+        r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
         # one pass: bin lists are filled unsorted and sorted once at the end (the same
         # order as inserting one by one: keys are unique by instance id)
         for inst, rem in zip(insts, rems):
             iid = inst.iid
             free = planned.get(iid, inst.free)
-            if dims == 2:  # the common case, unrolled: availability(free, ref)
+            if fast:  # the common case, unrolled: availability(free, ref)
                 s0, s1 = free[0] / r0, free[1] / r1
                 avail = (s0 if s0 < s1 else s1, s0 + s1)
             else:
@@ -285,6 +288,7 @@ class RuntimeBinPacker:
     """Stratus's packer (§3.2). Instances in ``blacklist`` (being cleared, §3.4) get no tasks."""
 
     name = "runtime-binning"
+    general = False  # True: no unrolled (cpu, mem) path in the index (for the tests)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
@@ -298,7 +302,7 @@ class RuntimeBinPacker:
             bl = self.blacklist
             insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
             reuse = self._index.entries if self._index is not None else None
-            self._index = BinIndex(view, plan, insts, self.unit_s, reuse)
+            self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
             self._index_plan = plan
         return self._index
 

@@ -111,6 +111,8 @@ class Binpack:
     booting ones included (a task placed there starts when it is ready, as for first fit;
     Stratus §4.3 "Fleet")."""
 
+    general = False  # True: scan even on (cpu, mem), the index's reference (for the tests)
+
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim
         self.name = "binpack-" + ("cpu" if dim == 0 else "mem")
@@ -144,7 +146,7 @@ class Binpack:
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             return self._scan(view, plan, tasks)
         idx = self._sync(view)
         insts = self._insts
@@ -165,6 +167,8 @@ class Binpack:
         return left
 
     def _scan(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
+        """Any number of dimensions: least free ``dim``, then least free of the other of
+        cpu and mem, then the oldest (further dimensions only need to fit)."""
         d, o = self.dim, 1 - self.dim if len(tasks[0].req) > 1 else 0
         insts = list(view.instances)
         left = []

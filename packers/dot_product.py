@@ -27,12 +27,20 @@ from collections.abc import Sequence
 from packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
+from stratus.resources import fits
 from stratus.view import ClusterView
 
 
+def dot_weights(req: Sequence[int], cap: Sequence[int]) -> list[float]:
+    """``req_d / cap_d^2`` per dimension; 0 where the type has none (a CPU type's GPUs:
+    a request that fits it asks for none either)."""
+    return [r / (c * c) if c else 0.0 for r, c in zip(req, cap)]
+
+
 def dot_score(req: Sequence[int], free: Sequence[int], cap: Sequence[int]) -> float:
-    """Σ_d (req_d / cap_d) (free_d / cap_d)."""
-    return sum(r * f / (c * c) for r, f, c in zip(req, free, cap))
+    """Σ_d (req_d / cap_d) (free_d / cap_d), rounded as the index computes it
+    (Σ_d w_d free_d, left to right)."""
+    return sum(w * f for w, f in zip(dot_weights(req, cap), free))
 
 
 def best_dot(tree, r0: int, r1: int, w0: float, w1: float, ok=None) -> int:
@@ -93,8 +101,12 @@ class DotIndex:
         # shrinks (packing): a request at least as large in both dimensions fails too
         self.fails: list[list[tuple[int, int]]] | None = None
 
+    general = False  # True: scan every slot instead of the trees (for the tests)
+
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
                exclude: int = -1) -> _Entry | None:
+        if self.general or len(req) != 2:  # the trees hold (cpu, mem) only
+            return self._choose_scan(req, ready_only, exclude)
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
         fails = self.fails if not (ready_only or exclude >= 0) else None
@@ -122,6 +134,27 @@ class DotIndex:
             iid = insts[s].iid
             if v > best_v or (v == best_v and iid < best_iid):
                 best, best_v, best_iid = (live, s), v, iid
+        if best is None:
+            return None
+        live, s = best
+        return _Entry(live.insts[s], live, s)
+
+    def _choose_scan(self, req: Sequence[int], ready_only: bool, exclude: int) -> _Entry | None:
+        """``choose`` in any number of dimensions, by a scan of every live slot: the same
+        answer (largest product, ties to the oldest instance), the same rounding."""
+        best, best_v, best_iid = None, -1.0, -1
+        for cap, live in self.by_type:
+            w = dot_weights(req, cap)
+            insts = live.insts
+            for s, f in enumerate(live.seen):
+                if f is None or not fits(req, f):
+                    continue
+                inst = insts[s]
+                if inst.iid == exclude or (ready_only and inst.state != READY):
+                    continue
+                v = sum(wd * fd for wd, fd in zip(w, f))
+                if v > best_v or (v == best_v and inst.iid < best_iid):
+                    best, best_v, best_iid = (live, s), v, inst.iid
         if best is None:
             return None
         live, s = best
@@ -209,8 +242,6 @@ class DotProductPacker:
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
-            return self._scan(view, plan, tasks)
         idx = self.index(view, plan)
         idx.fails = [[] for _ in idx.by_type]  # valid while this loop only takes capacity
         choose, take, place = idx.choose, idx.take, plan.place
@@ -223,20 +254,4 @@ class DotProductPacker:
                 place(task, e.inst)
                 take(e, task.req)
         idx.fails = None
-        return left
-
-    def _scan(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
-        insts = [i for i in view.instances if i.iid not in self.blacklist]
-        left = []
-        for task in tasks:
-            best, best_v = None, -1.0
-            for inst in insts:
-                if plan.fits(task, inst):
-                    v = dot_score(task.req, plan.free(inst), inst.itype.capacity)
-                    if v > best_v:
-                        best, best_v = inst, v
-            if best is None:
-                left.append(task)
-            else:
-                plan.place(task, best)
         return left

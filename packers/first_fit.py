@@ -22,6 +22,7 @@ class FirstFit:
     capacity index to other parts."""
 
     name = "first-fit"
+    general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:
         self._view: ClusterView | None = None
@@ -54,7 +55,7 @@ class FirstFit:
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if self.general:  # the reference the property tests compare the index with
             return self._scan(view, plan, tasks, self.blacklist)
         index = self.index(view, plan)
         left = []

@@ -11,8 +11,9 @@ left-to-right scan's.
 next slot (instance ids, hence view order, only grow), released ones leave a dead slot,
 and free capacity is reloaded where it changed since the last look.
 
-Both are written for two dimensions (cpu, mem), the only shape the catalogs have; the
-first-fit packer scans when vectors are any other length.
+The tree holds two dimensions (cpu, mem). With more (a GPU catalog), ``LiveIndex.find``
+uses it as a filter on the first two and checks the others on each slot it finds, going on
+to the right while they fall short: still exactly a left-to-right scan's answer.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from itertools import compress, count
 from operator import attrgetter, ne
 
 from stratus.model import RELEASED, Instance
-from stratus.resources import Vec
+from stratus.resources import Vec, fits
 
 DEAD = -1  # the free capacity of an empty slot: below every request (requests are >= 0)
 
@@ -54,8 +55,9 @@ class FreeTree:
             m1[i] = a if a > b else b
         self.cap, self.m0, self.m1 = cap, m0, m1
 
-    def set(self, slot: int, f0: int, f1: int) -> None:
-        """Load a slot's free capacity and refresh the maxima above it."""
+    def set(self, slot: int, f0: int, f1: int, *_rest: int) -> None:
+        """Load a slot's free capacity and refresh the maxima above it (the first two
+        dimensions; further ones, ``_rest``, are not kept)."""
         m0, m1 = self.m0, self.m1
         i = slot + self.cap
         m0[i] = f0
@@ -186,7 +188,13 @@ class LiveIndex:
         lo = self._after.get(req, 0)
         if lo < 0:
             return -1
-        s = self._after[req] = self.tree.find(req[0], req[1], lo)
+        tree = self.tree
+        s = tree.find(req[0], req[1], lo)
+        if len(req) > 2:  # the tree knows cpu and mem only: check the rest, go on right
+            seen = self.seen
+            while s >= 0 and not fits(req, seen[s]):
+                s = tree.find(req[0], req[1], s + 1) if s + 1 < tree.cap else -1
+        self._after[req] = s
         return s
 
     def first_fit(self, req: Vec) -> Instance | None:
@@ -202,7 +210,7 @@ class LiveIndex:
         """``inst`` now has ``free`` (e.g. after a tentative placement)."""
         s = self.slot[inst.iid]
         old = self.seen[s]
-        if free[0] > old[0] or free[1] > old[1]:
+        if free[0] > old[0] or free[1] > old[1] or (len(free) > 2 and not fits(free, old)):
             self._after.clear()  # it grew: earlier answers are no lower bounds now
         self.seen[s] = free
         self.tree.set(s, *free)

@@ -7,18 +7,21 @@ the waiting-policy paper uses (m5.large: $988 for 3 years, §2 of 000).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from stratus.errors import ConfigError
-from stratus.resources import to_units
+from stratus.resources import ALL_DIMS, to_units
 
 HOURS_PER_3_YEARS = 3 * 365 * 24
 
 
 @dataclass(frozen=True)
 class InstanceType:
-    """A rentable shape. ``capacity`` is in integer resource units (see stratus.resources)."""
+    """A rentable shape. ``capacity`` is in integer resource units (see stratus.resources):
+    (cpu, mem) for a type without GPUs, (cpu, mem, gpu) for one with; a ``Catalog`` with
+    any GPU type gives every type of it the third dimension."""
 
     name: str
     vcpu: float
@@ -26,19 +29,44 @@ class InstanceType:
     ondemand_hourly: float
     family: str = ""
     reserved_hourly: float | None = None
+    gpus: int = 0
     capacity: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.vcpu <= 0 or self.mem_gib <= 0 or self.ondemand_hourly <= 0:
             raise ConfigError(f"instance type {self.name!r}: sizes and price must be positive")
-        object.__setattr__(self, "capacity", to_units(self.vcpu, self.mem_gib))
+        g = self.gpus
+        try:  # a whole number from a file (4.0, numpy ints) is taken as the int it is
+            whole = not isinstance(g, bool) and g >= 0 and int(g) == g
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole:
+            raise ConfigError(f"instance type {self.name!r}: gpus must be an integer >= 0, "
+                              f"got {g!r}")
+        object.__setattr__(self, "gpus", int(g))
+        amounts = (self.vcpu, self.mem_gib, self.gpus) if self.gpus else (self.vcpu, self.mem_gib)
+        object.__setattr__(self, "capacity", to_units(*amounts))
+
+    def with_dims(self, n: int) -> InstanceType:
+        """The same type with an ``n``-dimensional capacity (a CPU type in a GPU catalog
+        has 0 GPUs)."""
+        if len(self.capacity) == n:
+            return self
+        out = copy.copy(self)
+        object.__setattr__(out, "capacity", to_units(*(self.vcpu, self.mem_gib, self.gpus)[:n]))
+        return out
 
 
 class Catalog:
     """An ordered set of instance types, smallest first; the types a replay may acquire."""
 
     def __init__(self, types: Iterable[InstanceType], name: str = "custom") -> None:
-        ts = sorted(types, key=lambda t: (t.capacity, t.ondemand_hourly, t.name))
+        types = list(types)
+        # one dimension count for the whole catalog: 3 (cpu, mem, gpu) when any type has
+        # GPUs, else 2 (docs/decisions.md, "A GPU dimension")
+        dims = max((len(t.capacity) for t in types), default=2)
+        ts = sorted((t.with_dims(dims) for t in types),
+                    key=lambda t: (t.capacity, t.ondemand_hourly, t.name))
         if not ts:
             raise ConfigError("an instance catalog needs at least one type")
         names = [t.name for t in ts]
@@ -47,11 +75,22 @@ class Catalog:
         self.name = name
         self.types: tuple[InstanceType, ...] = tuple(ts)
         self._by_name = {t.name: t for t in ts}
-        dims = len(ts[0].capacity)
+        #: the names of the resource dimensions of this catalog's vectors
+        self.dims: tuple[str, ...] = ALL_DIMS[:dims]
         # Per dimension: the largest amount any type offers (task feasibility) and the
         # amount on the smallest type (Stratus §3.3 normalisation).
         self.max_capacity = tuple(max(t.capacity[d] for t in ts) for d in range(dims))
         self.smallest = ts[0]
+        # §3.3's normaliser: the smallest type's amount; in a dimension where it has none
+        # (GPUs on a CPU type) the smallest non-zero amount any type has, 1 if none has any
+        # (docs/decisions.md, "The GPU normaliser")
+        self.norm: tuple[int, ...] = tuple(
+            c or min((t.capacity[d] for t in ts if t.capacity[d]), default=1)
+            for d, c in enumerate(ts[0].capacity))
+
+    @property
+    def has_gpus(self) -> bool:
+        return len(self.dims) > 2
 
     def __iter__(self) -> Iterator[InstanceType]:
         return iter(self.types)

@@ -64,7 +64,7 @@ class InstanceClearing:
         self.low = low
         if not cands:
             return
-        smallest = view.catalog.smallest.capacity
+        smallest = view.catalog.norm
 
         def cost_per_used(inst: Instance) -> float:
             used = tuple(c - f for c, f in zip(inst.itype.capacity, plan.free(inst)))
@@ -128,7 +128,7 @@ class InstanceClearing:
             for d, r in enumerate(t.req):
                 need[d] += r
         now_price = view.price(inst.itype, inst.market)
-        smallest = view.catalog.smallest.capacity
+        smallest = view.catalog.norm
         best, best_score = None, -1.0
         for itype in view.acquirable_types():
             p = view.price(itype)

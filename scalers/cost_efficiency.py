@@ -10,7 +10,8 @@ groups grow until their aggregate request exceeds the largest allowed type. Ever
 where the constraining resource is the dimension the group would use most of on that
 type, its used amount is the group's request in that dimension, normalized by the
 amount the smallest allowed type offers in it (§3.3, with the paper's worked example in
-the tests). The best pair over all bins is acquired (in the replay's market; spot by
+the tests; for GPUs, which the smallest type may lack, the smallest non-zero amount:
+``Catalog.norm``, docs/decisions.md). The best pair over all bins is acquired (in the replay's market; spot by
 default, bid = the on-demand price, §3.3) and its group assigned to it; repeat.
 
 Ties (equal scores, e.g. every m4 on-demand type costs the same per vCPU) go to the larger
@@ -41,6 +42,8 @@ def normalized_used_constraining(group: Sequence[int], cap: Sequence[int],
     smallest type's amount of that dimension (§3.3)."""
     best_d, best_u = 0, -1.0
     for d, (g, c) in enumerate(zip(group, cap)):
+        if not c:
+            continue  # a dimension the type lacks (0 GPUs): the group needs none of it
         u = g / c
         if u > best_u:
             best_d, best_u = d, u
@@ -87,7 +90,7 @@ class CostEfficiencyScaler:
             return
         caps = [t.capacity for t in types]
         prices = [view.price(t) for t in types]
-        smallest = view.catalog.smallest.capacity
+        smallest = view.catalog.norm
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
         est = view.estimate
         by_bin: dict[int, list[Task]] = {}

@@ -102,6 +102,8 @@ class PerTaskScaler:
     """Scaler: a new instance per task of the type ``choice`` picks, with optional same-tick
     binpack of later tasks onto the tick's new instances (``copack``; Stratus §4.3, §5.1)."""
 
+    general = False  # True: copack by a scan even on (cpu, mem) (for the tests)
+
     def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
         self.choice = choice
         self.copack = copack
@@ -111,11 +113,14 @@ class PerTaskScaler:
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         choice = self.choice
         choice.begin(view)
-        if self.copack is None or not tasks or len(tasks[0].req) != 2:
+        if self.copack is None or not tasks:
             for task in tasks:
                 itype = choice.choose(task.req)
                 if itype is not None:
                     plan.acquire(itype, (task,))
+            return
+        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+            self._copack_scan(plan, tasks)
             return
         d = self.copack
         idx = self._idx
@@ -139,5 +144,31 @@ class PerTaskScaler:
                 idx.update(g, free)
         finally:
             idx.clear()
+        for itype, members, _ in groups:
+            plan.acquire(itype, members)
+
+    def _copack_scan(self, plan: Plan, tasks: Sequence[Task]) -> None:
+        """The copack above in any number of dimensions, by a scan of the tick's new
+        instances: the one ``BinpackIndex.best`` picks (least free ``copack`` dimension,
+        then least free of the other of cpu and mem, then the first made)."""
+        d = self.copack
+        o = 1 - d
+        groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        for task in tasks:
+            req = task.req
+            g, key = None, None
+            for k, (_, _, free) in enumerate(groups):
+                if fits(req, free) and (key is None or (free[d], free[o], k) < key):
+                    g, key = k, (free[d], free[o], k)
+            if g is None:
+                itype = self.choice.choose(req)
+                if itype is None:
+                    continue  # no acquirable type fits it now: it waits
+                g = len(groups)
+                groups.append((itype, [], list(itype.capacity)))
+            _, members, free = groups[g]
+            members.append(task)
+            for k, r in enumerate(req):
+                free[k] -= r
         for itype, members, _ in groups:
             plan.acquire(itype, members)

@@ -41,7 +41,8 @@ def constrained_dim(tasks: Sequence[Task], largest: Sequence[int]) -> int:
     for t in tasks:
         for d, r in enumerate(t.req):
             agg[d] += r
-    return max(range(dims), key=lambda d: (agg[d] / largest[d], -d))
+    # a dimension no acquirable type has (GPUs, when GPU types are above their bid)
+    return max(range(dims), key=lambda d: (agg[d] / largest[d] if largest[d] else 0.0, -d))
 
 
 def greedy_fill(groups: Sequence[tuple[tuple[int, ...], int]], cap: Sequence[int]) -> list[int]:
@@ -74,7 +75,7 @@ class GreedyConstrainedScaler:
             return
         caps = [t.capacity for t in types]
         prices = [view.price(t) for t in types]
-        smallest = view.catalog.smallest.capacity
+        smallest = view.catalog.norm
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
         placeable = [t for t in tasks if any(fits(t.req, c) for c in caps)]  # others wait
         if not placeable:

@@ -51,7 +51,7 @@ from stratus.model import (
 from stratus.resources import request_units
 from stratus.result import ReplayResult
 from stratus.view import ClusterView
-from traces.schema import Trace, fit_to_catalog
+from traces.schema import Trace, fit_to_catalog, gpu_requests
 
 # event kinds, in processing order at equal timestamps (a crash or a failed request is
 # seen by a tick at the same instant)
@@ -166,7 +166,8 @@ class Engine:
         self._submit_list = array("d", self._submit.tobytes())
         self._runtime = f["runtime_s"].tolist()
         fit_to_catalog(trace, cfg.catalog, drop=False)  # oversized tasks: an error naming rows
-        units = request_units(f["cpu"], f["mem_gib"])
+        # the catalog's dimensions (stratus.resources): GPUs only when it has a GPU type
+        units = request_units(f["cpu"], f["mem_gib"], gpu_requests(f) if cfg.catalog.has_gpus else None)
         # tasks of a job share a request: one tuple per distinct request, not per task
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._req = [shared.setdefault(r, r)
@@ -314,7 +315,7 @@ class Engine:
                 fullest, top = 0.0, 0
                 for d, (c, f) in enumerate(zip(cap, free)):
                     integ[d] += (c - f) * dt
-                    if 2 * (c - f) >= c:
+                    if c and 2 * (c - f) >= c:  # a dimension the type lacks (0 GPUs) is not "used"
                         low = False
                     if c and (c - f) / c > fullest:
                         fullest, top = (c - f) / c, d

@@ -97,7 +97,8 @@ def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     job_sub = np.minimum.reduceat(sub[order], starts)
     job_end = np.maximum.reduceat((sub + rt)[order], starts)
-    units = request_units(frame["cpu"], frame["mem_gib"])
+    gpus = frame["gpus"] if "gpus" in frame.columns and (frame["gpus"] > 0).any() else None
+    units = request_units(frame["cpu"], frame["mem_gib"], gpus)  # GPUs are part of a shape
     reqs = zip(*(units[:, d].tolist() for d in range(units.shape[1])))  # tuples of ints
     tasks = list(map(Task, range(n), job.tolist(), frame["task_id"].tolist(), sub.tolist(),
                      rt.tolist(), reqs, map(str, frame["user"].tolist()),

@@ -14,7 +14,8 @@ memory"; https://docs.aws.amazon.com/AmazonECS/latest/userguide/task-cpu-memory-
 
 A task larger than 4 vCPU or 30 GB fits no size: it is billed as k equal shares, k the
 fewest that each fit a size (as if split into k Fargate tasks), each share rounded up to a
-size. See docs/decisions.md, "Fargate as a cost model".
+size. See docs/decisions.md, "Fargate as a cost model". Fargate has no GPUs: a trace with
+a GPU request is refused, naming its rows (docs/decisions.md, "A GPU dimension").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pandas as pd
 
 from stratus.errors import ConfigError
 from stratus.resources import DIMS, SCALE, request_units
+from traces.schema import _bad_rows, gpu_requests
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
 GB_HOUR_USD = 0.0127
@@ -96,7 +98,13 @@ class FargateCostModel:
         runtime = f["runtime_s"].to_numpy(dtype=np.float64)
         if n and not np.all(np.isfinite(runtime) & (runtime >= 0)):
             raise ConfigError("fargate: runtimes must be finite and non-negative")
-        units = request_units(f["cpu"], f["mem_gib"]) if n else np.zeros((0, len(DIMS)), np.int64)
+        gpus = gpu_requests(f)
+        if (gpus > 0).any():
+            raise _bad_rows(trace.name, f, gpus > 0, "task requests GPUs, and Fargate has none "
+                            "(unrunnable there; drop GPU jobs to bill the rest)")
+        # the catalog's dimensions, for the instance bounds (no GPU requests: a zero column)
+        units = (request_units(f["cpu"], f["mem_gib"], gpus if cfg.catalog.has_gpus else None)
+                 if n else np.zeros((0, len(cfg.catalog.dims)), np.int64))
         shares, vcpu, gb = fargate_sizes(units[:, 0], units[:, 1])
         rate = shares * (vcpu * VCPU_HOUR_USD + gb * GB_HOUR_USD)
         cost = rate * runtime / 3600.0
@@ -129,7 +137,7 @@ class FargateCostModel:
         # utilization: requested over billed resource-time, per dimension
         billed = [(shares * vcpu * runtime).sum() * SCALE[0],
                   (shares * gb * runtime).sum() * SCALE[1]]
-        used = [(units[:, d] * runtime).sum() for d in range(len(DIMS))]
+        used = [(units[:, d] * runtime).sum() for d in range(len(DIMS))]  # cpu, mem: no GPUs
         util = {d: (used[i] / billed[i] if billed[i] > 0 else math.nan)
                 for i, d in enumerate(DIMS)}
         finite = {d: v for d, v in util.items() if math.isfinite(v)}
@@ -183,9 +191,9 @@ class FargateCostModel:
         if cfg.faults is not None:  # no instances to crash, no requests to fail
             summary["faults"] = {"spec": cfg.faults.spec(), "note": "not modelled: Fargate "
                                  "bills tasks, with no instances or requests of its own"}
-        from stratus.result import INSTANCE_COLUMNS
+        from stratus.result import instance_columns
 
-        instances = pd.DataFrame([], columns=INSTANCE_COLUMNS)
+        instances = pd.DataFrame([], columns=instance_columns(len(cfg.catalog.dims)))
         tasks = pd.DataFrame({"first_start_s": submit, "finish_s": end,
                               "migrations": np.zeros(n, dtype=np.int64),
                               "fargate_vcpu": shares * vcpu, "fargate_gb": shares * gb,

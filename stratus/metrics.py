@@ -25,7 +25,8 @@ def cheapest_unit_prices(prices: PriceBook, catalog: Catalog, markets: Iterable[
     for s, cap in series:
         idx = np.clip(np.searchsorted(s.times, times, side="right") - 1, 0, None)
         p = s.prices[idx]
-        rho = np.minimum(rho, p[:, None] / cap[None, :])
+        with np.errstate(divide="ignore"):  # a type without GPUs: no GPU at any price
+            rho = np.minimum(rho, p[:, None] / cap[None, :])
     return times, rho
 
 

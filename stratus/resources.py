@@ -1,10 +1,14 @@
 """Resource vectors.
 
-A resource vector is a tuple of non-negative integers, one per dimension in ``DIMS``.
-Integers (milli-vCPU, MiB) keep capacity accounting exact: adding and removing the same
-task never drifts, so "capacity is never exceeded" is checked with ``<=``, not a tolerance.
-Requests are rounded *up* to the unit when converted, so a task never gets less than it
-asked for. Nothing here assumes two dimensions.
+A resource vector is a tuple of non-negative integers, one per dimension of the run.
+Integers (milli-vCPU, MiB, GPUs) keep capacity accounting exact: adding and removing the
+same task never drifts, so "capacity is never exceeded" is checked with ``<=``, not a
+tolerance. Requests are rounded *up* to the unit when converted, so a task never gets less
+than it asked for. Nothing here assumes two dimensions.
+
+A run has the dimensions ``DIMS`` (cpu, mem) unless its catalog has GPUs, in which case it
+has ``GPU_DIMS`` (cpu, mem, gpu); the catalog carries them (``Catalog.dims``) and the
+engine converts requests to match (docs/decisions.md, "A GPU dimension").
 """
 
 from __future__ import annotations
@@ -12,26 +16,37 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-DIMS: tuple[str, ...] = ("cpu", "mem")
-#: integer units per natural unit: milli-vCPU per vCPU, MiB per GiB
-SCALE: tuple[int, ...] = (1000, 1024)
+#: every known dimension, in vector order, and its integer units per natural unit:
+#: milli-vCPU per vCPU, MiB per GiB, GPUs per GPU
+ALL_DIMS: tuple[str, ...] = ("cpu", "mem", "gpu")
+ALL_SCALE: tuple[int, ...] = (1000, 1024, 1)
+DIMS: tuple[str, ...] = ALL_DIMS[:2]  # the default (CPU-only) run
+SCALE: tuple[int, ...] = ALL_SCALE[:2]
+GPU_DIMS: tuple[str, ...] = ALL_DIMS
 
 Vec = tuple[int, ...]
 
 
+def dims_for(gpu: bool) -> tuple[str, ...]:
+    """The dimensions of a run with or without GPUs."""
+    return GPU_DIMS if gpu else DIMS
+
+
 def to_units(*amounts: float) -> Vec:
-    """Natural units (vCPU, GiB, ...) to integer units, rounding up (tiny float noise aside)."""
-    if len(amounts) != len(SCALE):
-        raise ValueError(f"expected {len(SCALE)} resource amounts, got {len(amounts)}")
-    return tuple(max(0, math.ceil(a * s - 1e-6)) for a, s in zip(amounts, SCALE))
+    """Natural units (vCPU, GiB[, GPUs]) to integer units, rounding up (tiny float noise
+    aside); two amounts give a (cpu, mem) vector, three a (cpu, mem, gpu) one."""
+    if not 2 <= len(amounts) <= len(ALL_SCALE):
+        raise ValueError(f"expected 2 to {len(ALL_SCALE)} resource amounts, got {len(amounts)}")
+    return tuple(max(0, math.ceil(a * s - 1e-6)) for a, s in zip(amounts, ALL_SCALE))
 
 
-def request_units(cpu, mem_gib):
-    """Columns of natural requests (vCPU, GiB) to an (n, D) int64 array of units, rounded
-    up like ``to_units``."""
+def request_units(cpu, mem_gib, gpus=None):
+    """Columns of natural requests (vCPU, GiB[, GPUs]) to an (n, D) int64 array of units,
+    rounded up like ``to_units``: D is 2 without ``gpus``, 3 with it."""
     import numpy as np
 
-    cols = [np.ceil(np.asarray(a, dtype=np.float64) * s - 1e-6) for a, s in zip((cpu, mem_gib), SCALE)]
+    amounts = (cpu, mem_gib) if gpus is None else (cpu, mem_gib, gpus)
+    cols = [np.ceil(np.asarray(a, dtype=np.float64) * s - 1e-6) for a, s in zip(amounts, ALL_SCALE)]
     return np.maximum(np.stack(cols, axis=1), 0).astype(np.int64)
 
 

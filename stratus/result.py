@@ -14,7 +14,7 @@ import pandas as pd
 
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
-from stratus.resources import DIMS
+from stratus.resources import ALL_DIMS, DIMS
 
 if TYPE_CHECKING:
     from stratus.engine import Engine
@@ -43,13 +43,14 @@ class ReplayResult:
 
     @classmethod
     def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
-        dims = len(DIMS)
+        names = e.cfg.catalog.dims  # (cpu, mem), or (cpu, mem, gpu) on a GPU catalog
+        dims = len(names)
         instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
             _instance_table(e.ledger, dims)
         total_cost = float(sum(cost_by_type.values()))
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
-                for i, d in enumerate(DIMS)}
+                for i, d in enumerate(names)}
         constraining = max((v for v in util.values() if math.isfinite(v)), default=math.nan)
         constraining_dim = max(util, key=lambda d: util[d] if math.isfinite(util[d]) else -1.0)
 
@@ -212,6 +213,12 @@ INSTANCE_COLUMNS = ["iid", "type", "market", "requested_s", "ready_s", "released
                     "tasks_hosted", *(f"util_{d}" for d in DIMS)]
 
 
+def instance_columns(dims: int) -> list[str]:
+    """The instance table's columns for vectors of ``dims`` dimensions (INSTANCE_COLUMNS
+    for the default two)."""
+    return INSTANCE_COLUMNS[:-len(DIMS)] + [f"util_{d}" for d in ALL_DIMS[:dims]]
+
+
 def _running_sum(x: np.ndarray) -> np.ndarray:
     """Sums down axis 0 added one row at a time from zero, as a Python loop of ``+=`` would
     (an accumulate, unlike ``sum``'s pairwise order, rounds exactly the same)."""
@@ -224,7 +231,7 @@ def _instance_table(led, dims: int):
     (the ledger's order)."""
     n = len(led)
     if not n:
-        table = pd.DataFrame([], columns=INSTANCE_COLUMNS)
+        table = pd.DataFrame([], columns=instance_columns(dims))
         return table, 0.0, np.zeros(dims), np.zeros(dims), np.zeros(dims), {}, {}
     requested = np.asarray(led.requested, dtype=np.float64)
     released = np.asarray(led.released, dtype=np.float64)
@@ -253,7 +260,7 @@ def _instance_table(led, dims: int):
     order = np.argsort(np.asarray(led.iid, dtype=np.int64), kind="stable")
     names = np.array(type_names, dtype=object)[tcode]
     markets = np.array(led.markets, dtype=object)[mcode]
-    table = pd.DataFrame(dict(zip(INSTANCE_COLUMNS, (
+    table = pd.DataFrame(dict(zip(instance_columns(dims), (
         np.asarray(led.iid, dtype=np.int64)[order], names[order], markets[order],
         requested[order], ready[order], released[order], cost[order],
         np.asarray(led.hosted, dtype=np.int64)[order],
@@ -267,7 +274,7 @@ def _progress_utilization(e: Engine, provisioned: np.ndarray, progress: np.ndarr
     allocation figure it does not count a migrating task twice, and a destination's
     reservation is waste. ``progress`` is the largest over dimensions, as ``constraining``."""
     vals = {}
-    for i, d in enumerate(DIMS):
+    for i, d in enumerate(e.cfg.catalog.dims):
         num = progress[i] + e.transfer_rt[i]
         vals[f"progress_{d}"] = num / provisioned[i] if provisioned[i] > 0 else math.nan
     finite = [v for v in vals.values() if math.isfinite(v)]
@@ -286,7 +293,8 @@ def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress
     dimension, room left in its fullest dimension (fragmentation) or capacity of another
     dimension its tasks' shape leaves unused (shape); on an instance below half in every
     dimension, holding one task or several (tails)."""
-    i = DIMS.index(dim) if dim in DIMS else 0
+    names = e.cfg.catalog.dims
+    i = names.index(dim) if dim in names else 0
     total = provisioned[i]
     if not total > 0:
         return {}
@@ -300,4 +308,4 @@ def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress
         "idle_low_one_task": e._idle_single[i],
         "idle_low_several_tasks": e._idle_low[i],
     }
-    return {"resource": DIMS[i], **{k: _r(v / total, 4) for k, v in parts.items()}}
+    return {"resource": names[i], **{k: _r(v / total, 4) for k, v in parts.items()}}

@@ -38,7 +38,9 @@ zeros):
                     work were spread over the span; "<largest type>_equivalents" is the
                     largest of those divided by that type's capacity (for m4:
                     m4_16xlarge_equivalents, 64 vCPU / 256 GiB), a floor on the fleet
-                    needed on average
+                    needed on average; "gpus" when some task requests GPUs
+    gpus            only when some task requests GPUs: GPU tasks and jobs, GPU-hours
+                    (Σ gpus·runtime) and percentiles of the GPU request of GPU tasks
 """
 
 from __future__ import annotations
@@ -144,6 +146,16 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
                                                              load_mem / big.mem_gib),
         },
     }
+    if "gpus" in f.columns and (f["gpus"].to_numpy() > 0).any():
+        g = f["gpus"].to_numpy(dtype=float)
+        on = g > 0
+        out["gpus"] = {  # only when some task requests a GPU
+            "tasks": int(on.sum()),
+            "jobs": int(f["job_id"][on].nunique()),
+            "gpu_hours": float((g * runtime).sum() / 3600.0),
+            "request": _percentiles(g[on], WIDE_PERCENTILES),
+        }
+        out["offered_load"]["gpus"] = float((g * runtime).sum() / span) if span > 0 else 0.0
     if "load_report" in trace.meta:
         out["load_report"] = trace.meta["load_report"]
     return out

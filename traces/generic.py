@@ -12,6 +12,8 @@ column mapping, ``canonical_name=source_column``:
     priority                                default: 0
     estimate_s, deadline_s, queue           optional; estimate_s/deadline_s are kept only if
                                             every kept row has one (else a note says why not)
+    gpus                                    optional: GPUs per task, a number >= 0 (a GPU
+                                            request needs a catalog with GPU types)
 units and shapes:
     time_unit      s | ms | us | min | h    unit of numeric times and durations (default s)
     mem_unit       GiB | GB | MiB | MB | KiB | KB   (default GiB; GB/MB/KB are decimal)
@@ -65,7 +67,7 @@ from traces.tables import (
 
 FORMAT = "generic"
 COLUMN_KEYS = ("job_id", "task_id", "submit_s", "runtime_s", "cpu", "mem_gib", "user",
-               "job_name", "priority", "estimate_s", "deadline_s", "queue")
+               "job_name", "priority", "estimate_s", "deadline_s", "queue", "gpus")
 REQUIRED_KEYS = ("job_id", "submit_s", "cpu", "mem_gib")
 SETTING_KEYS = ("time_unit", "mem_unit", "submit_format", "end_column", "start_column")
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
@@ -189,6 +191,10 @@ def _canonical(table: Table, cfg: dict, report: LoadReport) -> tuple[pd.DataFram
                          index=table.frame.index)
     _add_task_ids(table, cfg, frame)
     _add_text(table, cols, frame)
+    if "gpus" in cols:
+        gpus = numbers(table, cols["gpus"], what="gpus")
+        first_negative(table, gpus, cols["gpus"], "gpus")
+        frame["gpus"] = gpus
     frame["priority"] = (numbers(table, cols["priority"], integer=True, what="priority")
                          .astype(np.int64) if "priority" in cols else 0)
     keep = runtime > 0

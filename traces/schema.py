@@ -14,6 +14,7 @@
 | deadline_s | float64 | optional: absolute deadline                                |
 | estimate_s | float64 | optional: the user's runtime estimate (e.g. SWF requested) |
 | queue      | string  | optional: the queue or partition the job was submitted to  |
+| gpus       | float64 | optional: requested GPUs, >= 0 (whole GPUs on a GPU type)  |
 
 Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's global id.
 """
@@ -40,7 +41,8 @@ REQUIRED: dict[str, str] = {
     "job_name": "string",
     "priority": "int64",
 }
-OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64", "queue": "string"}
+OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64", "queue": "string",
+                            "gpus": "float64"}
 COLUMNS = {**REQUIRED, **OPTIONAL}
 SORT_KEY = ["submit_s", "job_id", "task_id"]
 MAX_REPORTED_ROWS = 5
@@ -94,6 +96,8 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
         (out["runtime_s"].to_numpy() <= 0, "runtime_s must be > 0"),
         (out["cpu"].to_numpy() < 0, "cpu must be >= 0"),
         (out["mem_gib"].to_numpy() < 0, "mem_gib must be >= 0"),
+        (out["gpus"].to_numpy() < 0 if "gpus" in out.columns else np.zeros(len(out), bool),
+         "gpus must be >= 0"),
         ((out["cpu"].to_numpy() + out["mem_gib"].to_numpy()) <= 0, "a task must request some cpu or memory"),
         (out["task_id"].to_numpy() < 0, "task_id must be >= 0"),
     ]
@@ -223,14 +227,30 @@ class Trace:
         return f"Trace({self.name!r}, tasks={self.n_tasks}, jobs={self.n_jobs})"
 
 
+def gpu_requests(frame: pd.DataFrame) -> np.ndarray:
+    """Requested GPUs per row: the optional ``gpus`` column, else zeros."""
+    if "gpus" in frame.columns:
+        return frame["gpus"].to_numpy(dtype=np.float64)
+    return np.zeros(len(frame))
+
+
+def has_gpus(trace: Trace) -> bool:
+    """Whether any task requests a GPU."""
+    return bool(trace.has("gpus") and (trace.column("gpus") > 0).any())
+
+
 def oversized_mask(trace: Trace, catalog) -> np.ndarray:
-    """Rows whose request fits no instance type of ``catalog`` (in integer units)."""
+    """Rows whose request fits no instance type of ``catalog`` (in integer units). A GPU
+    request fits no type of a catalog without GPUs (docs/decisions.md, "A GPU dimension")."""
     from stratus.resources import request_units
 
-    req = request_units(trace.column("cpu"), trace.column("mem_gib"))
+    f = trace.frame
+    req = request_units(f["cpu"], f["mem_gib"], gpu_requests(f) if catalog.has_gpus else None)
     fits_any = np.zeros(len(trace), dtype=bool)
     for t in catalog:
         fits_any |= (req <= np.asarray(t.capacity)).all(axis=1)
+    if not catalog.has_gpus and has_gpus(trace):
+        fits_any &= ~(trace.column("gpus") > 0)
     return ~fits_any
 
 
@@ -241,6 +261,10 @@ def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
     if not bad.any():
         return trace
     if not drop:
+        if not catalog.has_gpus and has_gpus(trace) and (bad & (trace.column("gpus") > 0)).any():
+            raise _bad_rows(trace.name, trace.frame, bad & (trace.column("gpus") > 0),
+                            f"task requests GPUs but catalog {catalog.name} has no GPU type; "
+                            f"pass --drop-oversized to drop such jobs")
         raise _bad_rows(trace.name, trace.frame, bad,
                         f"task larger than every {catalog.name} instance type "
                         f"(largest {catalog.types[-1].name}); pass --drop-oversized to drop such jobs")
@@ -248,6 +272,10 @@ def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
     bad_jobs = np.unique(f["job_id"].to_numpy()[bad])
     keep = ~f["job_id"].isin(bad_jobs).to_numpy()
     report = LoadReport.from_dict(trace.meta.get("load_report") or {}, trace.name, len(f))
-    report.drop(f"jobs with a task larger than every {catalog.name} type", int(bad_jobs.size))
+    gpu_jobs = (np.unique(f["job_id"].to_numpy()[bad & (trace.column("gpus") > 0)])
+                if not catalog.has_gpus and has_gpus(trace) else bad_jobs[:0])
+    report.drop(f"jobs requesting GPUs (catalog {catalog.name} has none)", int(gpu_jobs.size))
+    report.drop(f"jobs with a task larger than every {catalog.name} type",
+                int(bad_jobs.size - gpu_jobs.size))
     meta = dict(trace.meta, load_report=report.as_dict())
     return Trace(f[keep].reset_index(drop=True), name=trace.name, meta=meta, validated=True)

@@ -52,7 +52,7 @@ from __future__ import annotations
 from traces.schema import Trace
 
 from . import common as c
-from . import programs
+from . import gpus, programs
 from .programs import ProgramModel, SizeClass
 
 MODEL = ProgramModel(
@@ -92,14 +92,19 @@ MODEL = ProgramModel(
     peak_hour=13.0,
     cpu_grid=0.5,
 )
-DEFAULTS = {"hours": 24.0, "seed": 0, "scale": 1.0, "start_s": 0.0, "whole_jobs": 1}
+DEFAULTS = {"hours": 24.0, "seed": 0, "scale": 1.0, "start_s": 0.0, "whole_jobs": 1,
+            "gpu_share": 0.0}
 
 
 def generate(hours: float = 24.0, seed: int = 0, scale: float = 1.0,
-             start_s: float = 0.0, whole_jobs: int = 1) -> Trace:
+             start_s: float = 0.0, whole_jobs: int = 1, gpu_share: float = 0.0) -> Trace:
     """A TwoSigma-like trace of ``hours`` from ``start_s`` (trace time; 0 = midnight)."""
     params = {"hours": hours, "seed": seed, "scale": scale, "start_s": start_s,
               "whole_jobs": whole_jobs}
+    gpus.check_share("twosigma", gpu_share)
     frame, facts = programs.generate(MODEL, hours, seed, scale, start_s, bool(whole_jobs))
+    if gpu_share:  # GPU jobs (traces/synthetic/gpus.py); none: the trace as it was
+        params["gpu_share"] = gpu_share
+        frame = gpus.add_gpu_jobs(frame, gpu_share, seed)
     name = c.trace_name("twosigma", params, DEFAULTS)
     return Trace(frame, name=name, meta={"generator": "twosigma", "params": params, **facts})
