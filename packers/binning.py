@@ -24,7 +24,7 @@ stopping at the first instance that fits). Nothing scans every instance per task
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from math import frexp
 
 from stratus.compose import Plan
@@ -181,9 +181,10 @@ class BinIndex:
 
     # --- choice ------------------------------------------------------------------------------
     def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
-               exclude: int = -1) -> _Entry | None:
+               exclude: int = -1, avoid: Collection[int] = ()) -> _Entry | None:
         """The instance Stratus §3.2 puts a task of request ``req`` and (remaining) runtime
-        ``rem`` on, or None if it fits nowhere."""
+        ``rem`` on, or None if it fits nowhere. ``avoid``: instance ids it may not go on
+        (anti-affinity, ``Plan.avoid``)."""
         b = bin_of(rem, self.unit_s)
         ids = self._bin_ids
         bins = self.bins
@@ -192,14 +193,17 @@ class BinIndex:
         # availability stop there.
         need = min(r / c for r, c in zip(req, self.ref))
         memo = not ready_only and exclude < 0  # failures under a filter prove nothing
+        # a known failure holds under ``avoid`` too (it only removes candidates), but a
+        # failure found while avoiding some instances is not remembered
+        learn = memo and not avoid
         req = tuple(req)
         if b in bins:
             bin_ = bins[b]
             if not (memo and _known_fail(bin_, req)):
-                e = self._closest(bin_, req, rem, ready_only, exclude)
+                e = self._closest(bin_, req, rem, ready_only, exclude, avoid)
                 if e is not None:
                     return e
-                if memo:
+                if learn:
                     _remember_fail(bin_, req)
         pos = bisect_left(ids, b)
         start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
@@ -208,14 +212,15 @@ class BinIndex:
             bin_ = bins[bb]
             if memo and _known_fail(bin_, req):
                 continue
-            e = self._roomiest(bin_, req, need, ready_only, exclude)
+            e = self._roomiest(bin_, req, need, ready_only, exclude, avoid)
             if e is not None:
                 return e
-            if memo:
+            if learn:
                 _remember_fail(bin_, req)
         return None
 
-    def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int) -> _Entry | None:
+    def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int,
+                 avoid: Collection[int] = ()) -> _Entry | None:
         """Same bin: the fitting instance whose remaining runtime is closest to ``rem``."""
         if any(r > u for r, u in zip(req, b.bound)):
             return None
@@ -232,7 +237,7 @@ class BinIndex:
                 iid = lst[hi][1]
                 hi += 1
             e = entries[iid]
-            if iid == exclude or (ready_only and not e.ready):
+            if iid == exclude or (ready_only and not e.ready) or iid in avoid:
                 continue
             for r, f in zip(req, e.free):
                 if r > f:
@@ -242,7 +247,7 @@ class BinIndex:
         return None
 
     def _roomiest(self, b: _Bin, req, need: float, ready_only: bool,
-                  exclude: int) -> _Entry | None:
+                  exclude: int, avoid: Collection[int] = ()) -> _Entry | None:
         """Other bins: the fitting instance with the most available resources."""
         if any(r > u for r, u in zip(req, b.bound)):
             return None
@@ -251,7 +256,7 @@ class BinIndex:
             if -neg_min < need:
                 return None  # from here on every instance is short in some dimension
             e = entries[iid]
-            if iid == exclude or (ready_only and not e.ready):
+            if iid == exclude or (ready_only and not e.ready) or iid in avoid:
                 continue
             for r, f in zip(req, e.free):
                 if r > f:
@@ -309,7 +314,7 @@ class RuntimeBinPacker:
         # longest first (§3.2); ties by arrival for determinism
         for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
             r = est(task)
-            e = idx.choose(task.req, r)
+            e = idx.choose(task.req, r, avoid=plan.avoid(task))
             if e is None:
                 left.append(task)
             else:

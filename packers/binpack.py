@@ -22,7 +22,7 @@ instances whose free capacity changed.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packers.free_index import DEAD, FreeTree
 from stratus.compose import Plan
@@ -99,6 +99,21 @@ class BinpackIndex:
         b = self.buckets[k]
         return b[bisect_left(b, (ro, -1))][1]
 
+    def best_avoiding(self, req: Sequence[int], avoid: Collection[int]) -> int | None:
+        """``best`` among the items not in ``avoid`` (anti-affinity): they are taken out
+        for the query and put back as they were."""
+        out = [(i, self.where[i]) for i in avoid if i in self.where]
+        for i, _ in out:
+            self.remove(i)
+        try:
+            return self.best(req)
+        finally:
+            d, o = self.dim, self.other
+            for i, (k, v) in out:
+                free = [0, 0]
+                free[d], free[o] = k, v
+                self.add(i, free)
+
     def clear(self) -> None:
         for k in self.buckets:
             self.tree.set(k, DEAD, DEAD)
@@ -154,7 +169,8 @@ class Binpack:
         left = []
         best, update, place = idx.best, idx.update, plan.place
         for task in tasks:
-            iid = best(task.req)
+            iid = idx.best_avoiding(task.req, plan.avoid(task)) if task.anti_affinity \
+                else best(task.req)
             if iid is None:
                 left.append(task)
             else:

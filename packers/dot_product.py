@@ -22,7 +22,7 @@ maxima are below the request. Instances in ``blacklist``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
@@ -94,7 +94,8 @@ class DotIndex:
         self.fails: list[list[tuple[int, int]]] | None = None
 
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
-               exclude: int = -1) -> _Entry | None:
+               exclude: int = -1, avoid: Collection[int] = ()) -> _Entry | None:
+        """``avoid``: instance ids the task may not go on (anti-affinity, ``Plan.avoid``)."""
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
         fails = self.fails if not (ready_only or exclude >= 0) else None
@@ -105,14 +106,15 @@ class DotIndex:
                     continue
             insts = live.insts
             ok = None
-            if ready_only or exclude >= 0:
+            if ready_only or exclude >= 0 or avoid:
                 def ok(s: int, insts=insts) -> bool:
                     inst = insts[s]
-                    return inst.iid != exclude and (not ready_only or inst.state == READY)
+                    return (inst.iid != exclude and (not ready_only or inst.state == READY)
+                            and inst.iid not in avoid)
             w0, w1 = r0 / (c0 * c0), r1 / (c1 * c1)
             s = best_dot(live.tree, r0, r1, w0, w1, ok)
             if s < 0:
-                if fails is not None:
+                if fails is not None and not avoid:  # a failure while avoiding proves nothing
                     if len(known) >= 8:
                         del known[0]
                     known.append((r0, r1))
@@ -216,7 +218,7 @@ class DotProductPacker:
         choose, take, place = idx.choose, idx.take, plan.place
         left = []
         for task in tasks:  # arrival order: online packing
-            e = choose(task.req)
+            e = choose(task.req, avoid=plan.avoid(task)) if task.anti_affinity else choose(task.req)
             if e is None:
                 left.append(task)
             else:

@@ -60,7 +60,8 @@ class FirstFit:
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
         for task in tasks:
-            s = find(task.req)
+            s = index.find_avoiding(task.req, plan.avoid(task)) if task.anti_affinity \
+                else find(task.req)
             if s < 0:
                 left.append(task)
             else:

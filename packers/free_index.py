@@ -17,7 +17,7 @@ first-fit packer scans when vectors are any other length.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from itertools import compress, count
 from operator import attrgetter, ne
 
@@ -187,6 +187,15 @@ class LiveIndex:
         if lo < 0:
             return -1
         s = self._after[req] = self.tree.find(req[0], req[1], lo)
+        return s
+
+    def find_avoiding(self, req: Vec, avoid: Collection[int]) -> int:
+        """``find``, skipping the instances whose ids are in ``avoid`` (anti-affinity):
+        the oldest instance ``req`` fits on that is not avoided, or -1."""
+        s = self.find(req)
+        insts, find = self.insts, self.tree.find
+        while s >= 0 and insts[s].iid in avoid:
+            s = find(req[0], req[1], s + 1)
         return s
 
     def first_fit(self, req: Vec) -> Instance | None:

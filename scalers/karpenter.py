@@ -92,6 +92,7 @@ class KarpenterProvisioner:
         tree = FreeTree(cap=max(1, len(order)))
         nodes: list[list[Task]] = []
         free: list[list[int]] = []
+        flagged: dict[int, set[int]] = {}  # job -> new nodes holding a flagged task of it
         cap = big.capacity
         for task in order:
             req = task.req
@@ -101,11 +102,17 @@ class KarpenterProvisioner:
                     free.append([DEAD, DEAD])
                 continue
             s = tree.find(req[0], req[1])
+            if task.anti_affinity:  # first fit among the nodes without one of its job
+                avoid = flagged.setdefault(task.job, set())
+                while s >= 0 and s in avoid:
+                    s = tree.find(req[0], req[1], s + 1)
             if s < 0:
                 s = len(nodes)
                 nodes.append([])
                 free.append(list(cap))
             nodes[s].append(task)
+            if task.anti_affinity:
+                flagged[task.job].add(s)
             f = free[s]
             f[0] -= req[0]
             f[1] -= req[1]
@@ -117,20 +124,24 @@ class KarpenterProvisioner:
                   order: Sequence[Task]) -> list[list[Task]]:
         nodes: list[list[Task]] = []
         free: list[list[int]] = []
+        flagged: dict[int, set[int]] = {}  # job -> new nodes holding a flagged task of it
         for task in order:
             if not fits(task.req, big.capacity):
                 if cheapest_fitting(view, types, task.req) is not None:
                     nodes.append([task])
                     free.append([-1] * len(task.req))
                 continue
+            avoid = flagged.setdefault(task.job, set()) if task.anti_affinity else ()
             for s in range(len(free)):  # noqa: B007 (s is used after the loop)
-                if fits(task.req, free[s]):
+                if fits(task.req, free[s]) and s not in avoid:
                     break
             else:
                 s = len(nodes)
                 nodes.append([])
                 free.append(list(big.capacity))
             nodes[s].append(task)
+            if task.anti_affinity:
+                flagged[task.job].add(s)
             free[s] = [f - r for f, r in zip(free[s], task.req)]
         return nodes
 
@@ -219,7 +230,7 @@ class KarpenterConsolidation:
         moved: list[tuple[Task, int, Vec]] = []  # (task, slot, its free before)
         rest: list[Task] = []
         for t in sorted(tasks, key=by_size_desc):
-            s = idx.find(t.req)
+            s = idx.find_avoiding(t.req, plan.avoid(t)) if t.anti_affinity else idx.find(t.req)
             if s < 0:
                 rest.append(t)
                 continue

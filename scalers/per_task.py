@@ -122,10 +122,12 @@ class PerTaskScaler:
         if idx is None or idx.tree.cap <= view.catalog.max_capacity[d]:
             idx = self._idx = BinpackIndex(view.catalog.max_capacity[d], d)
         groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        flagged: dict[int, set[int]] = {}  # job -> groups holding a flagged task of it
         try:
             for task in tasks:
                 req = task.req
-                g = idx.best(req)
+                g = (idx.best_avoiding(req, flagged.setdefault(task.job, set()))
+                     if task.anti_affinity else idx.best(req))
                 if g is None:
                     itype = choice.choose(req)
                     if itype is None:
@@ -134,6 +136,8 @@ class PerTaskScaler:
                     groups.append((itype, [], list(itype.capacity)))
                 _, members, free = groups[g]
                 members.append(task)
+                if task.anti_affinity:
+                    flagged[task.job].add(g)
                 for k, r in enumerate(req):
                     free[k] -= r
                 idx.update(g, free)

@@ -80,14 +80,16 @@ class GreedyConstrainedScaler:
         if not placeable:
             return
         d0 = constrained_dim(placeable, largest)
-        by_req: dict[tuple[int, ...], list[Task]] = {}
+        # groups of one request; flagged tasks of a job form their own group, of which an
+        # instance takes at most one (anti-affinity, docs/decisions.md)
+        by_req: dict[tuple, list[Task]] = {}
         for t in sorted(placeable, key=lambda t: (-t.req[d0], tuple(-r for r in t.req), t.tid)):
-            by_req.setdefault(t.req, []).append(t)
+            by_req.setdefault((t.req, t.job if t.anti_affinity else None), []).append(t)
         reqs = list(by_req)  # decreasing in the constrained dimension
         # larger types first, so that an equal score keeps the larger type
         order = sorted(range(len(types)), key=lambda i: (-caps[i][d0], -sum(caps[i]), i))
         while reqs:
-            groups = [(r, len(by_req[r])) for r in reqs]
+            groups = [(r[0], len(by_req[r]) if r[1] is None else 1) for r in reqs]
             best = None
             for ti in order:
                 take = greedy_fill(groups, caps[ti])
