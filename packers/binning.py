@@ -58,7 +58,7 @@ class _Entry:
 
 
 class _Bin:
-    __slots__ = ("by_rem", "by_avail", "bound", "fails")
+    __slots__ = ("by_rem", "by_avail", "bound", "fails", "job_fails")
 
     def __init__(self, dims: int) -> None:
         self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
@@ -71,6 +71,10 @@ class _Bin:
         # least as large in every dimension cannot fit either (tasks of a job share one
         # request, so this answers most failed searches without a scan)
         self.fails: list[tuple[int, ...]] = []
+        # the same for flagged tasks, per job, under that job's anti-affinity avoid set:
+        # within a tick that set only grows (the plan adds to it), so such a failure holds
+        # for the job's later tasks until the bin gains room
+        self.job_fails: dict[int, list[tuple[int, ...]]] = {}
 
 
 class BinIndex:
@@ -135,6 +139,7 @@ class BinIndex:
             insort(self._bin_ids, e.bin)
         elif not shrunk:
             b.fails.clear()
+            b.job_fails.clear()
         insort(b.by_rem, (e.rem, e.iid))
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
         bound = b.bound
@@ -181,10 +186,11 @@ class BinIndex:
 
     # --- choice ------------------------------------------------------------------------------
     def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
-               exclude: int = -1, avoid: Collection[int] = ()) -> _Entry | None:
+               exclude: int = -1, avoid: Collection[int] = (), job: int | None = None
+               ) -> _Entry | None:
         """The instance Stratus §3.2 puts a task of request ``req`` and (remaining) runtime
         ``rem`` on, or None if it fits nowhere. ``avoid``: instance ids it may not go on
-        (anti-affinity, ``Plan.avoid``)."""
+        (anti-affinity, ``Plan.avoid`` for a flagged task of ``job``)."""
         b = bin_of(rem, self.unit_s)
         ids = self._bin_ids
         bins = self.bins
@@ -196,27 +202,33 @@ class BinIndex:
         # a known failure holds under ``avoid`` too (it only removes candidates), but a
         # failure found while avoiding some instances is not remembered
         learn = memo and not avoid
+        job_memo = memo and avoid and job is not None
         req = tuple(req)
         if b in bins:
             bin_ = bins[b]
-            if not (memo and _known_fail(bin_, req)):
+            if not (memo and _known_fail(bin_, req)) and not (
+                    job_memo and _known_fail(bin_, req, job)):
                 e = self._closest(bin_, req, rem, ready_only, exclude, avoid)
                 if e is not None:
                     return e
                 if learn:
                     _remember_fail(bin_, req)
+                elif job_memo:
+                    _remember_fail(bin_, req, job)
         pos = bisect_left(ids, b)
         start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
         # up-packing into greater bins, then down-packing into lesser ones
         for bb in (*ids[start:], *reversed(ids[:pos])):
             bin_ = bins[bb]
-            if memo and _known_fail(bin_, req):
+            if memo and _known_fail(bin_, req) or job_memo and _known_fail(bin_, req, job):
                 continue
             e = self._roomiest(bin_, req, need, ready_only, exclude, avoid)
             if e is not None:
                 return e
             if learn:
                 _remember_fail(bin_, req)
+            elif job_memo:
+                _remember_fail(bin_, req, job)
         return None
 
     def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int,
@@ -269,8 +281,8 @@ class BinIndex:
 _MAX_FAILS = 8
 
 
-def _known_fail(b: _Bin, req: tuple[int, ...]) -> bool:
-    for f in b.fails:
+def _known_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> bool:
+    for f in (b.fails if job is None else b.job_fails.get(job, ())):
         for r, x in zip(req, f):
             if r < x:
                 break
@@ -279,8 +291,8 @@ def _known_fail(b: _Bin, req: tuple[int, ...]) -> bool:
     return False
 
 
-def _remember_fail(b: _Bin, req: tuple[int, ...]) -> None:
-    fails = b.fails
+def _remember_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> None:
+    fails = b.fails if job is None else b.job_fails.setdefault(job, [])
     if len(fails) >= _MAX_FAILS:
         del fails[0]
     fails.append(req)
@@ -314,7 +326,7 @@ class RuntimeBinPacker:
         # longest first (§3.2); ties by arrival for determinism
         for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
             r = est(task)
-            e = idx.choose(task.req, r, avoid=plan.avoid(task))
+            e = idx.choose(task.req, r, avoid=plan.avoid(task), job=task.job)
             if e is None:
                 left.append(task)
             else:

@@ -92,10 +92,15 @@ class DotIndex:
         # per type, requests that fit none of its instances while free capacity only
         # shrinks (packing): a request at least as large in both dimensions fails too
         self.fails: list[list[tuple[int, int]]] | None = None
+        # the same per (type, job) for flagged tasks under the job's avoid set, which only
+        # grows while packing (anti-affinity)
+        self.job_fails: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
-               exclude: int = -1, avoid: Collection[int] = ()) -> _Entry | None:
-        """``avoid``: instance ids the task may not go on (anti-affinity, ``Plan.avoid``)."""
+               exclude: int = -1, avoid: Collection[int] = (), job: int | None = None
+               ) -> _Entry | None:
+        """``avoid``: instance ids the task may not go on (anti-affinity, ``Plan.avoid``
+        for a flagged task of ``job``)."""
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
         fails = self.fails if not (ready_only or exclude >= 0) else None
@@ -104,6 +109,10 @@ class DotIndex:
                 known = fails[k]
                 if any(r0 >= f0 and r1 >= f1 for f0, f1 in known):
                     continue
+                if avoid and job is not None:
+                    known = self.job_fails.setdefault((k, job), [])
+                    if any(r0 >= f0 and r1 >= f1 for f0, f1 in known):
+                        continue
             insts = live.insts
             ok = None
             if ready_only or exclude >= 0 or avoid:
@@ -114,7 +123,8 @@ class DotIndex:
             w0, w1 = r0 / (c0 * c0), r1 / (c1 * c1)
             s = best_dot(live.tree, r0, r1, w0, w1, ok)
             if s < 0:
-                if fails is not None and not avoid:  # a failure while avoiding proves nothing
+                # (a failure while avoiding is remembered for the job only)
+                if fails is not None and (not avoid or job is not None):
                     if len(known) >= 8:
                         del known[0]
                     known.append((r0, r1))
@@ -215,10 +225,12 @@ class DotProductPacker:
             return self._scan(view, plan, tasks)
         idx = self.index(view, plan)
         idx.fails = [[] for _ in idx.by_type]  # valid while this loop only takes capacity
+        idx.job_fails = {}
         choose, take, place = idx.choose, idx.take, plan.place
         left = []
         for task in tasks:  # arrival order: online packing
-            e = choose(task.req, avoid=plan.avoid(task)) if task.anti_affinity else choose(task.req)
+            e = (choose(task.req, avoid=plan.avoid(task), job=task.job) if task.anti_affinity
+                 else choose(task.req))
             if e is None:
                 left.append(task)
             else:
