@@ -12,12 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
 
+from packers.binning import BinIndex
 from pricing.catalog import M4
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Migrate, Place
 from stratus.engine import Engine, ReplayConfig, replay
 from stratus.errors import DecisionError
+from stratus.model import READY, Instance
 from traces.schema import Trace, validate_frame
 
 CPUS = [0.25, 0.5, 1, 2, 4, 8]
@@ -223,3 +225,72 @@ def test_flags_ignored_without_the_column_and_with_the_rule_off():
     assert (a.summary["total_cost_usd"], a.summary["instances_acquired"]) == \
         (b.summary["total_cost_usd"], b.summary["instances_acquired"]) == \
         (a.summary["total_cost_usd"], 1)
+
+
+# --- runtime binning's failure memo under anti-affinity ---------------------------------------
+class FakeView:
+    """What BinIndex reads of a view."""
+
+    catalog = M4
+
+    def __init__(self, instances, remaining):
+        self.instances, self._rem = instances, remaining
+
+    def instances_remaining(self, insts):
+        return [self._rem[i.iid] for i in insts]
+
+
+def instance(iid, itype, free):
+    inst = Instance(iid, itype, "on-demand", None, 0.0)
+    inst.state, inst.free = READY, tuple(free)
+    return inst
+
+
+@st.composite
+def binning_runs(draw):
+    """Live m4 instances with random free room and remaining runtimes, then a sequence of
+    requests: unflagged, or flagged tasks of one of two jobs whose avoid sets start as
+    random subsets of the instances and grow with each placement (as in a tick)."""
+    types = list(M4)
+    n = draw(st.integers(1, 8))
+    insts = []
+    for iid in range(n):
+        t = draw(st.sampled_from(types))
+        free = tuple(draw(st.integers(0, c // 250)) * 250 for c in t.capacity)
+        insts.append((iid, t, free, draw(st.sampled_from([0.5, 3.0, 20.0, 100.0, 700.0]))))
+    avoid0 = {j: set(draw(st.sets(st.integers(0, n - 1)))) for j in (1, 2)}
+    # job 0: undo the last placement (a failed re-pack's restore: the bin gains room)
+    reqs = draw(st.lists(st.tuples(st.sampled_from([None, 1, 2, 0]),
+                                   st.sampled_from([(250, 512), (500, 2048), (1000, 1024),
+                                                    (2000, 8192), (4000, 4096)]),
+                                   st.sampled_from([1.0, 3.0, 20.0, 100.0, 700.0])),
+                         min_size=1, max_size=12))
+    return insts, avoid0, reqs
+
+
+@settings(max_examples=200, deadline=None)
+@given(binning_runs())
+def test_binning_memo_is_not_poisoned_by_anti_affinity(run):
+    insts, avoid, reqs = run
+    objs = [instance(iid, t, free=free) for iid, t, free, _ in insts]
+    view = FakeView(objs, remaining={iid: r for iid, _, _, r in insts})
+    idx = BinIndex(view, Plan(view), objs)
+    taken = []
+    for job, req, rem in reqs:
+        if job == 0:
+            if taken:
+                idx.restore(*taken.pop())
+            continue
+        ban = avoid[job] if job else ()
+        got = idx.choose(req, rem, avoid=ban, job=job)
+        # reference: a fresh index (no memo) over the same state without the banned ones
+        ents = [e for e in idx.entries.values() if e.iid not in ban]
+        fresh = [instance(e.iid, e.inst.itype, free=e.free) for e in ents]
+        ref_view = FakeView(fresh, remaining={e.iid: e.rem for e in ents})
+        want = BinIndex(ref_view, Plan(ref_view), fresh).choose(req, rem)
+        assert (got and got.iid) == (want and want.iid)
+        if got is not None:
+            taken.append((got, idx.snapshot(got)))
+            idx.take(got, req, rem)
+            if job:
+                avoid[job].add(got.iid)
