@@ -26,7 +26,8 @@ class Plan:
         self.view = view
         self.decisions = Decisions()
         self._free: dict[int, Vec] = {}
-        self._aa: dict[int, set[int]] = {}  # job -> live instances this plan put a flagged task on
+        # job -> instances a flagged task of it holds or this plan put one on (once it has)
+        self._aa: dict[int, set[int]] = {}
 
     def free(self, inst: Instance) -> Vec:
         """Free capacity of ``inst`` after what this plan already put on or took off it."""
@@ -48,17 +49,17 @@ class Plan:
         ``task`` is flagged. Do not mutate."""
         if not task.anti_affinity:
             return ()
-        now = self.view.flagged_on(task.job)
         mine = self._aa.get(task.job)
-        if not mine:
-            return now
-        return mine.union(now) if now else mine
+        return self.view.flagged_on(task.job) if mine is None else mine
 
     def _flag(self, task: Task, inst: Instance) -> None:
-        if inst.iid in self.avoid(task):
+        mine = self._aa.get(task.job)
+        if mine is None:  # the engine's set, copied once per job and tick, then grown
+            mine = self._aa[task.job] = set(self.view.flagged_on(task.job))
+        if inst.iid in mine:
             raise DecisionError(f"plan: anti-affinity: {task!r} would join another flagged "
                                 f"task of job {task.job} on {inst!r}")
-        self._aa.setdefault(task.job, set()).add(inst.iid)
+        mine.add(inst.iid)
 
     def _take(self, inst: Instance, req: Vec) -> Vec:
         free = self._free.get(inst.iid, inst.free)
