@@ -93,6 +93,7 @@ class KarpenterProvisioner:
         nodes: list[list[Task]] = []
         free: list[list[int]] = []
         flagged: dict[int, set[int]] = {}  # job -> new nodes holding a flagged task of it
+        run: int | None = None  # the job whose nodes are dead in the tree (anti-affinity)
         cap = big.capacity
         for task in order:
             req = task.req
@@ -101,22 +102,27 @@ class KarpenterProvisioner:
                     nodes.append([task])
                     free.append([DEAD, DEAD])
                 continue
+            job = task.job if task.anti_affinity else None
+            if job != run:  # first fit among the nodes without a flagged task of its job
+                for s in flagged.get(run, ()):
+                    tree.set(s, *free[s])
+                run = job
+                for s in flagged.setdefault(job, set()) if job is not None else ():
+                    tree.set(s, DEAD, DEAD)
             s = tree.find(req[0], req[1])
-            if task.anti_affinity:  # first fit among the nodes without one of its job
-                avoid = flagged.setdefault(task.job, set())
-                while s >= 0 and s in avoid:
-                    s = tree.find(req[0], req[1], s + 1)
             if s < 0:
                 s = len(nodes)
                 nodes.append([])
                 free.append(list(cap))
             nodes[s].append(task)
-            if task.anti_affinity:
-                flagged[task.job].add(s)
             f = free[s]
             f[0] -= req[0]
             f[1] -= req[1]
-            tree.set(s, f[0], f[1])
+            if job is not None:
+                flagged[job].add(s)
+                tree.set(s, DEAD, DEAD)
+            else:
+                tree.set(s, f[0], f[1])
         return nodes
 
     @staticmethod
