@@ -179,6 +179,17 @@ class BinIndex:
         e.free, e.rem, e.bin, e.avail = snap
         self._insert(e)
 
+    def hide(self, e: _Entry) -> None:
+        """Take ``e`` out of its bin's lists until ``unhide`` (anti-affinity: an instance
+        a run of one job's flagged tasks may not use). Failures found meanwhile must be
+        remembered per job only (``choose`` with ``avoid`` and ``job``)."""
+        self._remove(e)
+
+    def unhide(self, e: _Entry) -> None:
+        """Put a hidden entry back: it has no more room than when it was hidden (or than
+        when a ``take`` last inserted it), so its bin's failed requests still fail."""
+        self._insert(e, shrunk=True)
+
     def discard(self, iid: int) -> None:
         e = self.entries.pop(iid, None)
         if e is not None:
@@ -323,13 +334,35 @@ class RuntimeBinPacker:
         idx = self.index(view, plan)
         left = []
         est = view.estimate
+        # anti-affinity: while consecutive flagged tasks of one job are placed, the
+        # instances it must avoid are hidden from the index, so a search does not walk
+        # past them (they are the closest in runtime: the job's other tasks)
+        run: int | None = None
+        hidden: list = []
         # longest first (§3.2); ties by arrival for determinism
         for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
             r = est(task)
-            e = idx.choose(task.req, r, avoid=plan.avoid(task), job=task.job)
+            job = task.job if task.anti_affinity else None
+            if job != run:
+                for e in hidden:
+                    idx.unhide(e)
+                hidden.clear()
+                run = job
+                if job is not None:
+                    for iid in plan.avoid(task):
+                        e = idx.entries.get(iid)
+                        if e is not None:
+                            idx.hide(e)
+                            hidden.append(e)
+            e = idx.choose(task.req, r, avoid=plan.avoid(task), job=job)
             if e is None:
                 left.append(task)
             else:
                 plan.place(task, e.inst)
                 idx.take(e, task.req, r)
+                if job is not None:
+                    idx.hide(e)
+                    hidden.append(e)
+        for e in hidden:
+            idx.unhide(e)
         return left
