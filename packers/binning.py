@@ -354,7 +354,8 @@ class RuntimeBinPacker:
                         if e is not None:
                             idx.hide(e)
                             hidden.append(e)
-            e = idx.choose(task.req, r, avoid=plan.avoid(task), job=job)
+            e = (idx.choose(task.req, r) if job is None
+                 else idx.choose(task.req, r, avoid=plan.avoid(task), job=job))
             if e is None:
                 left.append(task)
             else:
