@@ -219,7 +219,11 @@ class BinIndex:
             bin_ = bins[b]
             if not (memo and _known_fail(bin_, req)) and not (
                     job_memo and _known_fail(bin_, req, job)):
-                e = self._closest(bin_, req, rem, ready_only, exclude, avoid)
+                # under an avoid set a bin is often all avoided or full: the availability
+                # order finds that without walking every instance by runtime
+                e = None if avoid and self._roomiest(bin_, req, need, ready_only, exclude,
+                                                      avoid) is None \
+                    else self._closest(bin_, req, rem, ready_only, exclude, avoid)
                 if e is not None:
                     return e
                 if learn:
