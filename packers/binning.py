@@ -24,7 +24,7 @@ stopping at the first instance that fits). Nothing scans every instance per task
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from math import frexp
 
 from stratus.compose import Plan
@@ -58,7 +58,7 @@ class _Entry:
 
 
 class _Bin:
-    __slots__ = ("by_rem", "by_avail", "bound", "fails")
+    __slots__ = ("by_rem", "by_avail", "bound", "fails", "job_fails")
 
     def __init__(self, dims: int) -> None:
         self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
@@ -71,6 +71,10 @@ class _Bin:
         # least as large in every dimension cannot fit either (tasks of a job share one
         # request, so this answers most failed searches without a scan)
         self.fails: list[tuple[int, ...]] = []
+        # the same for flagged tasks, per job, under that job's anti-affinity avoid set:
+        # within a tick that set only grows (the plan adds to it), so such a failure holds
+        # for the job's later tasks until the bin gains room
+        self.job_fails: dict[int, list[tuple[int, ...]]] = {}
 
 
 class BinIndex:
@@ -138,6 +142,7 @@ class BinIndex:
             insort(self._bin_ids, e.bin)
         elif not shrunk:
             b.fails.clear()
+            b.job_fails.clear()
         insort(b.by_rem, (e.rem, e.iid))
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
         bound = b.bound
@@ -177,6 +182,17 @@ class BinIndex:
         e.free, e.rem, e.bin, e.avail = snap
         self._insert(e)
 
+    def hide(self, e: _Entry) -> None:
+        """Take ``e`` out of its bin's lists until ``unhide`` (anti-affinity: an instance
+        a run of one job's flagged tasks may not use). Failures found meanwhile must be
+        remembered per job only (``choose`` with ``avoid`` and ``job``)."""
+        self._remove(e)
+
+    def unhide(self, e: _Entry) -> None:
+        """Put a hidden entry back: it has no more room than when it was hidden (or than
+        when a ``take`` last inserted it), so its bin's failed requests still fail."""
+        self._insert(e, shrunk=True)
+
     def discard(self, iid: int) -> None:
         e = self.entries.pop(iid, None)
         if e is not None:
@@ -184,9 +200,11 @@ class BinIndex:
 
     # --- choice ------------------------------------------------------------------------------
     def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
-               exclude: int = -1) -> _Entry | None:
+               exclude: int = -1, avoid: Collection[int] = (), job: int | None = None
+               ) -> _Entry | None:
         """The instance Stratus §3.2 puts a task of request ``req`` and (remaining) runtime
-        ``rem`` on, or None if it fits nowhere."""
+        ``rem`` on, or None if it fits nowhere. ``avoid``: instance ids it may not go on
+        (anti-affinity, ``Plan.avoid`` for a flagged task of ``job``)."""
         b = bin_of(rem, self.unit_s)
         ids = self._bin_ids
         bins = self.bins
@@ -195,30 +213,44 @@ class BinIndex:
         # availability stop there.
         need = min(r / c for r, c in zip(req, self.ref))
         memo = not ready_only and exclude < 0  # failures under a filter prove nothing
+        # a known failure holds under ``avoid`` too (it only removes candidates), but a
+        # failure found while avoiding some instances is not remembered
+        learn = memo and not avoid
+        job_memo = memo and avoid and job is not None
         req = tuple(req)
         if b in bins:
             bin_ = bins[b]
-            if not (memo and _known_fail(bin_, req)):
-                e = self._closest(bin_, req, rem, ready_only, exclude)
+            if not (memo and _known_fail(bin_, req)) and not (
+                    job_memo and _known_fail(bin_, req, job)):
+                # under an avoid set a bin is often all avoided or full: the availability
+                # order finds that without walking every instance by runtime
+                e = None if avoid and self._roomiest(bin_, req, need, ready_only, exclude,
+                                                      avoid) is None \
+                    else self._closest(bin_, req, rem, ready_only, exclude, avoid)
                 if e is not None:
                     return e
-                if memo:
+                if learn:
                     _remember_fail(bin_, req)
+                elif job_memo:
+                    _remember_fail(bin_, req, job)
         pos = bisect_left(ids, b)
         start = pos + 1 if pos < len(ids) and ids[pos] == b else pos
         # up-packing into greater bins, then down-packing into lesser ones
         for bb in (*ids[start:], *reversed(ids[:pos])):
             bin_ = bins[bb]
-            if memo and _known_fail(bin_, req):
+            if memo and _known_fail(bin_, req) or job_memo and _known_fail(bin_, req, job):
                 continue
-            e = self._roomiest(bin_, req, need, ready_only, exclude)
+            e = self._roomiest(bin_, req, need, ready_only, exclude, avoid)
             if e is not None:
                 return e
-            if memo:
+            if learn:
                 _remember_fail(bin_, req)
+            elif job_memo:
+                _remember_fail(bin_, req, job)
         return None
 
-    def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int) -> _Entry | None:
+    def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int,
+                 avoid: Collection[int] = ()) -> _Entry | None:
         """Same bin: the fitting instance whose remaining runtime is closest to ``rem``."""
         if any(r > u for r, u in zip(req, b.bound)):
             return None
@@ -235,7 +267,7 @@ class BinIndex:
                 iid = lst[hi][1]
                 hi += 1
             e = entries[iid]
-            if iid == exclude or (ready_only and not e.ready):
+            if iid == exclude or (ready_only and not e.ready) or iid in avoid:
                 continue
             for r, f in zip(req, e.free):
                 if r > f:
@@ -245,7 +277,7 @@ class BinIndex:
         return None
 
     def _roomiest(self, b: _Bin, req, need: float, ready_only: bool,
-                  exclude: int) -> _Entry | None:
+                  exclude: int, avoid: Collection[int] = ()) -> _Entry | None:
         """Other bins: the fitting instance with the most available resources."""
         if any(r > u for r, u in zip(req, b.bound)):
             return None
@@ -254,7 +286,7 @@ class BinIndex:
             if -neg_min < need:
                 return None  # from here on every instance is short in some dimension
             e = entries[iid]
-            if iid == exclude or (ready_only and not e.ready):
+            if iid == exclude or (ready_only and not e.ready) or iid in avoid:
                 continue
             for r, f in zip(req, e.free):
                 if r > f:
@@ -267,8 +299,8 @@ class BinIndex:
 _MAX_FAILS = 8
 
 
-def _known_fail(b: _Bin, req: tuple[int, ...]) -> bool:
-    for f in b.fails:
+def _known_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> bool:
+    for f in (b.fails if job is None else b.job_fails.get(job, ())):
         for r, x in zip(req, f):
             if r < x:
                 break
@@ -277,8 +309,8 @@ def _known_fail(b: _Bin, req: tuple[int, ...]) -> bool:
     return False
 
 
-def _remember_fail(b: _Bin, req: tuple[int, ...]) -> None:
-    fails = b.fails
+def _remember_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> None:
+    fails = b.fails if job is None else b.job_fails.setdefault(job, [])
     if len(fails) >= _MAX_FAILS:
         del fails[0]
     fails.append(req)
@@ -310,13 +342,36 @@ class RuntimeBinPacker:
         idx = self.index(view, plan)
         left = []
         est = view.estimate
+        # anti-affinity: while consecutive flagged tasks of one job are placed, the
+        # instances it must avoid are hidden from the index, so a search does not walk
+        # past them (they are the closest in runtime: the job's other tasks)
+        run: int | None = None
+        hidden: list = []
         # longest first (§3.2); ties by arrival for determinism
         for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
             r = est(task)
-            e = idx.choose(task.req, r)
+            job = task.job if task.anti_affinity else None
+            if job != run:
+                for e in hidden:
+                    idx.unhide(e)
+                hidden.clear()
+                run = job
+                if job is not None:
+                    for iid in plan.avoid(task):
+                        e = idx.entries.get(iid)
+                        if e is not None:
+                            idx.hide(e)
+                            hidden.append(e)
+            e = (idx.choose(task.req, r) if job is None
+                 else idx.choose(task.req, r, avoid=plan.avoid(task), job=job))
             if e is None:
                 left.append(task)
             else:
                 plan.place(task, e.inst)
                 idx.take(e, task.req, r)
+                if job is not None:
+                    idx.hide(e)
+                    hidden.append(e)
+        for e in hidden:
+            idx.unhide(e)
         return left

@@ -22,7 +22,7 @@ instances whose free capacity changed.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packers.free_index import DEAD, FreeTree
 from stratus.compose import Plan
@@ -106,6 +106,47 @@ class BinpackIndex:
         self.where.clear()
 
 
+class JobRun:
+    """Anti-affinity over a ``BinpackIndex``: while consecutive flagged tasks of one job are
+    placed, the items that job must avoid stay out of the index (and each item a task of
+    the run goes on joins them), so each task costs one query; ``end`` puts them back with
+    their current free room. A job's tasks arrive together, so runs are long."""
+
+    __slots__ = ("idx", "job", "out")
+
+    def __init__(self, idx: BinpackIndex) -> None:
+        self.idx = idx
+        self.job: int | None = None
+        self.out: dict[int, Sequence[int]] = {}  # item kept out -> its free room
+
+    def best(self, task: Task, avoid: Collection[int]) -> int | None:
+        """``idx.best`` for flagged ``task`` among the items not in ``avoid``."""
+        idx = self.idx
+        if task.job != self.job:
+            self.end()
+            self.job = task.job
+            for i in avoid:
+                if i in idx.where:
+                    k, o = idx.where[i]
+                    free = [0, 0]
+                    free[idx.dim], free[idx.other] = k, o
+                    self.out[i] = free
+                    idx.remove(i)
+        return idx.best(task.req)
+
+    def took(self, item: int, free: Sequence[int]) -> None:
+        """A task of the run went on ``item``, which has ``free`` left: it stays out."""
+        if item in self.idx.where:
+            self.idx.remove(item)
+        self.out[item] = free
+
+    def end(self) -> None:
+        for i, free in self.out.items():
+            self.idx.add(i, free)
+        self.out.clear()
+        self.job = None
+
+
 class Binpack:
     """Packer: ECS binpack on ``dim`` (0: CPU, 1: memory) over every live instance,
     booting ones included (a task placed there starts when it is ready, as for first fit;
@@ -155,12 +196,21 @@ class Binpack:
                 idx.update(iid, plan.free(insts[iid]))
         left = []
         best, update, place = idx.best, idx.update, plan.place
+        run = JobRun(idx)  # anti-affinity
         for task in tasks:
-            iid = best(task.req)
+            if task.anti_affinity:
+                iid = run.best(task, plan.avoid(task))
+            else:
+                if run.job is not None:
+                    run.end()
+                iid = best(task.req)
             if iid is None:
                 left.append(task)
+            elif task.anti_affinity:
+                run.took(iid, place(task, insts[iid]))
             else:
                 update(iid, place(task, insts[iid]))
+        run.end()
         # the plan's promises are not the instances' free capacity: reload them next tick
         for iid in plan.touched():
             self._seen.pop(iid, None)

@@ -22,7 +22,7 @@ maxima are below the request. Instances in ``blacklist``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
@@ -100,13 +100,19 @@ class DotIndex:
         # per type, requests that fit none of its instances while free capacity only
         # shrinks (packing): a request at least as large in both dimensions fails too
         self.fails: list[list[tuple[int, int]]] | None = None
+        # the same per (type, job) for flagged tasks under the job's avoid set, which only
+        # grows while packing (anti-affinity)
+        self.job_fails: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     general = False  # True: scan every slot instead of the trees (for the tests)
 
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
-               exclude: int = -1) -> _Entry | None:
+               exclude: int = -1, avoid: Collection[int] = (), job: int | None = None
+               ) -> _Entry | None:
+        """``avoid``: instance ids the task may not go on (anti-affinity, ``Plan.avoid``
+        for a flagged task of ``job``)."""
         if self.general or len(req) != 2:  # the trees hold (cpu, mem) only
-            return self._choose_scan(req, ready_only, exclude)
+            return self._choose_scan(req, ready_only, exclude, avoid)
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
         fails = self.fails if not (ready_only or exclude >= 0) else None
@@ -115,16 +121,22 @@ class DotIndex:
                 known = fails[k]
                 if any(r0 >= f0 and r1 >= f1 for f0, f1 in known):
                     continue
+                if avoid and job is not None:
+                    known = self.job_fails.setdefault((k, job), [])
+                    if any(r0 >= f0 and r1 >= f1 for f0, f1 in known):
+                        continue
             insts = live.insts
             ok = None
-            if ready_only or exclude >= 0:
+            if ready_only or exclude >= 0 or avoid:
                 def ok(s: int, insts=insts) -> bool:
                     inst = insts[s]
-                    return inst.iid != exclude and (not ready_only or inst.state == READY)
+                    return (inst.iid != exclude and (not ready_only or inst.state == READY)
+                            and inst.iid not in avoid)
             w0, w1 = r0 / (c0 * c0), r1 / (c1 * c1)
             s = best_dot(live.tree, r0, r1, w0, w1, ok)
             if s < 0:
-                if fails is not None:
+                # (a failure while avoiding is remembered for the job only)
+                if fails is not None and (not avoid or job is not None):
                     if len(known) >= 8:
                         del known[0]
                     known.append((r0, r1))
@@ -139,7 +151,8 @@ class DotIndex:
         live, s = best
         return _Entry(live.insts[s], live, s)
 
-    def _choose_scan(self, req: Sequence[int], ready_only: bool, exclude: int) -> _Entry | None:
+    def _choose_scan(self, req: Sequence[int], ready_only: bool, exclude: int,
+                     avoid: Collection[int] = ()) -> _Entry | None:
         """``choose`` in any number of dimensions, by a scan of every live slot: the same
         answer (largest product, ties to the oldest instance), the same rounding."""
         best, best_v, best_iid = None, -1.0, -1
@@ -150,7 +163,8 @@ class DotIndex:
                 if f is None or not fits(req, f):
                     continue
                 inst = insts[s]
-                if inst.iid == exclude or (ready_only and inst.state != READY):
+                if (inst.iid == exclude or (ready_only and inst.state != READY)
+                        or inst.iid in avoid):
                     continue
                 v = sum(wd * fd for wd, fd in zip(w, f))
                 if v > best_v or (v == best_v and inst.iid < best_iid):
@@ -244,10 +258,12 @@ class DotProductPacker:
             return []
         idx = self.index(view, plan)
         idx.fails = [[] for _ in idx.by_type]  # valid while this loop only takes capacity
+        idx.job_fails = {}
         choose, take, place = idx.choose, idx.take, plan.place
         left = []
         for task in tasks:  # arrival order: online packing
-            e = choose(task.req)
+            e = (choose(task.req, avoid=plan.avoid(task), job=task.job) if task.anti_affinity
+                 else choose(task.req))
             if e is None:
                 left.append(task)
             else:

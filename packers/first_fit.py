@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from packers.free_index import DEAD, LiveIndex
+from packers.free_index import DEAD, LiveIndex, SlotRun
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.view import ClusterView
@@ -60,12 +60,21 @@ class FirstFit:
         index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
+        run = SlotRun(index)  # anti-affinity
         for task in tasks:
-            s = find(task.req)
+            if task.anti_affinity:
+                s = run.find(task, plan.avoid(task))
+            else:
+                if run.job is not None:
+                    run.end()
+                s = find(task.req)
             if s < 0:
                 left.append(task)
+            elif task.anti_affinity:
+                run.took(s, place(task, insts[s]))
             else:
                 took(s, place(task, insts[s]))
+        run.end()
         return left
 
     @staticmethod

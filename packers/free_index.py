@@ -18,7 +18,7 @@ to the right while they fall short: still exactly a left-to-right scan's answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from itertools import compress, count
 from operator import attrgetter, ne
 
@@ -92,6 +92,47 @@ class FreeTree:
                 if not node:
                     return -1
                 node += 1
+
+
+class SlotRun:
+    """Anti-affinity over a ``LiveIndex`` (as ``packers.binpack.JobRun``): while consecutive
+    flagged tasks of one job are placed, the slots that job must avoid are dead in the tree
+    (and each slot a task of the run goes on joins them), so each task costs one search
+    instead of a walk past every avoided slot; ``end`` reloads them from ``seen``."""
+
+    __slots__ = ("index", "job", "out")
+
+    def __init__(self, index: LiveIndex) -> None:
+        self.index = index
+        self.job: int | None = None
+        self.out: list[int] = []
+
+    def find(self, task, avoid: Collection[int]) -> int:
+        ix = self.index
+        if task.job != self.job:
+            self.end()
+            self.job = task.job
+            for iid in avoid:
+                s = ix.slot.get(iid)
+                if s is not None and ix.seen[s] is not None:  # not blacklisted or gone
+                    self.out.append(s)
+                    ix.tree.set(s, DEAD, DEAD)
+        return ix.find(task.req)
+
+    def took(self, s: int, free: Vec) -> None:
+        self.index.seen[s] = free
+        self.index.tree.set(s, DEAD, DEAD)
+        self.out.append(s)
+
+    def end(self) -> None:
+        ix = self.index
+        if self.out:
+            for s in self.out:
+                f = ix.seen[s]
+                ix.tree.set(s, f[0], f[1])
+            ix._after.clear()  # room came back: earlier answers are no lower bounds now
+            self.out.clear()
+        self.job = None
 
 
 free_of = attrgetter("free")
@@ -195,6 +236,15 @@ class LiveIndex:
             while s >= 0 and not fits(req, seen[s]):
                 s = tree.find(req[0], req[1], s + 1) if s + 1 < tree.cap else -1
         self._after[req] = s
+        return s
+
+    def find_avoiding(self, req: Vec, avoid: Collection[int]) -> int:
+        """``find``, skipping the instances whose ids are in ``avoid`` (anti-affinity):
+        the oldest instance ``req`` fits on that is not avoided, or -1."""
+        s = self.find(req)
+        insts, find = self.insts, self.tree.find
+        while s >= 0 and insts[s].iid in avoid:
+            s = find(req[0], req[1], s + 1)
         return s
 
     def first_fit(self, req: Vec) -> Instance | None:

@@ -97,7 +97,8 @@ class InstanceClearing:
         order = sorted(tasks, key=lambda t: (-rem[t.tid], t.tid))
         chosen = []
         for t in order:  # re-pack onto running instances with the packer (§3.2)
-            e = idx.choose(t.req, rem[t.tid], ready_only=True, exclude=inst.iid)
+            e = idx.choose(t.req, rem[t.tid], ready_only=True, exclude=inst.iid,
+                           avoid=plan.avoid(t))
             if e is None:
                 break
             chosen.append((t, e, idx.snapshot(e)))

@@ -16,10 +16,17 @@ default, bid = the on-demand price, §3.3) and its group assigned to it; repeat.
 
 Ties (equal scores, e.g. every m4 on-demand type costs the same per vCPU) go to the larger
 group, then the higher bin, then the smaller type: fewer instances for the same money.
+
+Anti-affinity (docs/decisions.md): a group holds at most one flagged task per job. A bin's
+candidate list holds every unflagged task and, per job, only its longest flagged task not
+yet grouped; the job's next flagged task joins the list (at its place by runtime) once that
+one is grouped. Groups stay prefixes of "the i longest" candidates.
 """
 
 from __future__ import annotations
 
+from bisect import insort
+from collections import deque
 from collections.abc import Sequence
 
 from packers.binning import bin_of
@@ -94,9 +101,19 @@ class CostEfficiencyScaler:
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
         est = view.estimate
         by_bin: dict[int, list[Task]] = {}
+        # per bin, per job with flagged tasks there: its flagged tasks waiting for the one
+        # in the candidate list to be grouped (anti-affinity)
+        held: dict[int, dict[int, deque[Task]]] = {}
         for task in sorted(tasks, key=lambda t: (-est(t), t.tid)):
             if any(all(r <= c for r, c in zip(task.req, cap)) for cap in caps):
-                by_bin.setdefault(bin_of(est(task), self.unit_s), []).append(task)
+                b = bin_of(est(task), self.unit_s)
+                if task.anti_affinity:
+                    jobs = held.setdefault(b, {})
+                    if task.job in jobs:
+                        jobs[task.job].append(task)
+                        continue
+                    jobs[task.job] = deque()
+                by_bin.setdefault(b, []).append(task)
             # else: every type it fits is above its bid right now; it waits
         cache: dict[int, tuple[float, int, int]] = {}
         while by_bin:
@@ -110,7 +127,20 @@ class CostEfficiencyScaler:
             _, k, ti, b = choice
             group = by_bin[b][:k]
             del by_bin[b][:k]
+            if b in held:
+                self._release_held(by_bin[b], held[b], group, est)
             if not by_bin[b]:
                 del by_bin[b]
             del cache[b]
             plan.acquire(types[ti], group)
+
+    @staticmethod
+    def _release_held(cands: list[Task], jobs: dict[int, deque[Task]], group, est) -> None:
+        """The next flagged task of each job just grouped becomes a candidate."""
+        for t in group:
+            if t.anti_affinity:
+                q = jobs[t.job]
+                if q:
+                    insort(cands, q.popleft(), key=lambda u: (-est(u), u.tid))
+                else:
+                    del jobs[t.job]

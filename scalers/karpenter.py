@@ -93,6 +93,8 @@ class KarpenterProvisioner:
         tree = FreeTree(cap=max(1, len(order)))
         nodes: list[list[Task]] = []
         free: list[list[int]] = []
+        flagged: dict[int, set[int]] = {}  # job -> new nodes holding a flagged task of it
+        run: int | None = None  # the job whose nodes are dead in the tree (anti-affinity)
         cap = big.capacity
         for task in order:
             req = task.req
@@ -101,6 +103,13 @@ class KarpenterProvisioner:
                     nodes.append([task])
                     free.append([DEAD, DEAD])
                 continue
+            job = task.job if task.anti_affinity else None
+            if job != run:  # first fit among the nodes without a flagged task of its job
+                for s in flagged.get(run, ()):
+                    tree.set(s, *free[s])
+                run = job
+                for s in flagged.setdefault(job, set()) if job is not None else ():
+                    tree.set(s, DEAD, DEAD)
             s = tree.find(req[0], req[1])
             if s < 0:
                 s = len(nodes)
@@ -110,7 +119,11 @@ class KarpenterProvisioner:
             f = free[s]
             f[0] -= req[0]
             f[1] -= req[1]
-            tree.set(s, f[0], f[1])
+            if job is not None:
+                flagged[job].add(s)
+                tree.set(s, DEAD, DEAD)
+            else:
+                tree.set(s, f[0], f[1])
         return nodes
 
     @staticmethod
@@ -118,20 +131,24 @@ class KarpenterProvisioner:
                   order: Sequence[Task]) -> list[list[Task]]:
         nodes: list[list[Task]] = []
         free: list[list[int]] = []
+        flagged: dict[int, set[int]] = {}  # job -> new nodes holding a flagged task of it
         for task in order:
             if not fits(task.req, big.capacity):
                 if cheapest_fitting(view, types, task.req) is not None:
                     nodes.append([task])
                     free.append([-1] * len(task.req))
                 continue
+            avoid = flagged.setdefault(task.job, set()) if task.anti_affinity else ()
             for s in range(len(free)):  # noqa: B007 (s is used after the loop)
-                if fits(task.req, free[s]):
+                if fits(task.req, free[s]) and s not in avoid:
                     break
             else:
                 s = len(nodes)
                 nodes.append([])
                 free.append(list(big.capacity))
             nodes[s].append(task)
+            if task.anti_affinity:
+                flagged[task.job].add(s)
             free[s] = [f - r for f, r in zip(free[s], task.req)]
         return nodes
 
@@ -220,7 +237,7 @@ class KarpenterConsolidation:
         moved: list[tuple[Task, int, Vec]] = []  # (task, slot, its free before)
         rest: list[Task] = []
         for t in sorted(tasks, key=by_size_desc):
-            s = idx.find(t.req)
+            s = idx.find_avoiding(t.req, plan.avoid(t)) if t.anti_affinity else idx.find(t.req)
             if s < 0:
                 rest.append(t)
                 continue

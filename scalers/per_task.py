@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from packers.binpack import BinpackIndex
+from packers.binpack import BinpackIndex, JobRun
 from pricing.catalog import InstanceType
 from scalers.task_per_instance import by_price
 from stratus.compose import Plan
@@ -127,10 +127,17 @@ class PerTaskScaler:
         if idx is None or idx.tree.cap <= view.catalog.max_capacity[d]:
             idx = self._idx = BinpackIndex(view.catalog.max_capacity[d], d)
         groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        flagged: dict[int, set[int]] = {}  # job -> groups holding a flagged task of it
+        run = JobRun(idx)
         try:
             for task in tasks:
                 req = task.req
-                g = idx.best(req)
+                if task.anti_affinity:
+                    g = run.best(task, flagged.setdefault(task.job, set()))
+                else:
+                    if run.job is not None:
+                        run.end()
+                    g = idx.best(req)
                 if g is None:
                     itype = choice.choose(req)
                     if itype is None:
@@ -141,7 +148,11 @@ class PerTaskScaler:
                 members.append(task)
                 for k, r in enumerate(req):
                     free[k] -= r
-                idx.update(g, free)
+                if task.anti_affinity:
+                    flagged[task.job].add(g)
+                    run.took(g, list(free))
+                else:
+                    idx.update(g, free)
         finally:
             idx.clear()
         for itype, members, _ in groups:

@@ -45,13 +45,23 @@ def constrained_dim(tasks: Sequence[Task], largest: Sequence[int]) -> int:
     return max(range(dims), key=lambda d: (agg[d] / largest[d] if largest[d] else 0.0, -d))
 
 
-def greedy_fill(groups: Sequence[tuple[tuple[int, ...], int]], cap: Sequence[int]) -> list[int]:
+def greedy_fill(groups: Sequence[tuple[tuple[int, ...], int]], cap: Sequence[int],
+                jobs: Sequence[int | None] | None = None) -> list[int]:
     """How many tasks of each (request, count) group, in order, go on one instance of
-    capacity ``cap`` when each is put on while it fits (first fit decreasing, one bin)."""
+    capacity ``cap`` when each is put on while it fits (first fit decreasing, one bin).
+    ``jobs``: per group, the job whose flagged tasks it holds (None: unflagged); at most one
+    task of one such job goes on the instance (anti-affinity)."""
     free = list(cap)
     take = []
-    for req, n in groups:
+    taken: set[int] = set()
+    for g, (req, n) in enumerate(groups):
         k = n
+        job = jobs[g] if jobs is not None else None
+        if job is not None:
+            if job in taken:
+                take.append(0)
+                continue
+            k = 1
         for r, f in zip(req, free):
             if r > 0:
                 q = f // r
@@ -60,6 +70,8 @@ def greedy_fill(groups: Sequence[tuple[tuple[int, ...], int]], cap: Sequence[int
         if k > 0:
             for d, r in enumerate(req):
                 free[d] -= k * r
+            if job is not None:
+                taken.add(job)
         take.append(k)
     return take
 
@@ -81,17 +93,21 @@ class GreedyConstrainedScaler:
         if not placeable:
             return
         d0 = constrained_dim(placeable, largest)
-        by_req: dict[tuple[int, ...], list[Task]] = {}
+        # groups of one request; flagged tasks of a job form their own group, of which an
+        # instance takes at most one (anti-affinity, docs/decisions.md)
+        by_req: dict[tuple, list[Task]] = {}
         for t in sorted(placeable, key=lambda t: (-t.req[d0], tuple(-r for r in t.req), t.tid)):
-            by_req.setdefault(t.req, []).append(t)
+            by_req.setdefault((t.req, t.job if t.anti_affinity else None), []).append(t)
         reqs = list(by_req)  # decreasing in the constrained dimension
+        flagged = any(r[1] is not None for r in reqs)
         # larger types first, so that an equal score keeps the larger type
         order = sorted(range(len(types)), key=lambda i: (-caps[i][d0], -sum(caps[i]), i))
         while reqs:
-            groups = [(r, len(by_req[r])) for r in reqs]
+            groups = [(r[0], len(by_req[r])) for r in reqs]
+            jobs = [r[1] for r in reqs] if flagged else None
             best = None
             for ti in order:
-                take = greedy_fill(groups, caps[ti])
+                take = greedy_fill(groups, caps[ti], jobs)
                 if not any(take):
                     continue
                 used = [0] * len(smallest)

@@ -1,10 +1,11 @@
 """Schedulers composed of parts: a packer places pending tasks on live instances, a
 scaler acquires instances for what is left, a migrator moves running tasks. Parts write
-into a ``Plan``, which tracks the capacity they have already promised this tick."""
+into a ``Plan``, which tracks the capacity they have already promised this tick, and the
+anti-affinity rule: no two flagged tasks of one job on one instance (docs/decisions.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from operator import sub
 from typing import Protocol
 
@@ -19,12 +20,14 @@ from stratus.view import ClusterView
 class Plan:
     """Decisions being built at one tick, with tentative free capacity per instance."""
 
-    __slots__ = ("view", "decisions", "_free")
+    __slots__ = ("view", "decisions", "_free", "_aa")
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.decisions = Decisions()
         self._free: dict[int, Vec] = {}
+        # job -> instances a flagged task of it holds or this plan put one on (once it has)
+        self._aa: dict[int, set[int]] = {}
 
     def free(self, inst: Instance) -> Vec:
         """Free capacity of ``inst`` after what this plan already put on or took off it."""
@@ -35,7 +38,28 @@ class Plan:
         return self._free.keys()
 
     def fits(self, task: Task, inst: Instance) -> bool:
+        """Room for ``task`` on ``inst``, and no anti-affinity conflict there."""
+        if task.anti_affinity and inst.iid in self.avoid(task):
+            return False
         return fits(task.req, self._free.get(inst.iid, inst.free))
+
+    def avoid(self, task: Task) -> Collection[int]:
+        """Ids of the live instances ``task`` may not go on by anti-affinity: where a
+        flagged task of its job holds resources, or this plan put one. Empty unless
+        ``task`` is flagged. Do not mutate."""
+        if not task.anti_affinity:
+            return ()
+        mine = self._aa.get(task.job)
+        return self.view.flagged_on(task.job) if mine is None else mine
+
+    def _flag(self, task: Task, inst: Instance) -> None:
+        mine = self._aa.get(task.job)
+        if mine is None:  # the engine's set, copied once per job and tick, then grown
+            mine = self._aa[task.job] = set(self.view.flagged_on(task.job))
+        if inst.iid in mine:
+            raise DecisionError(f"plan: anti-affinity: {task!r} would join another flagged "
+                                f"task of job {task.job} on {inst!r}")
+        mine.add(inst.iid)
 
     def _take(self, inst: Instance, req: Vec) -> Vec:
         free = self._free.get(inst.iid, inst.free)
@@ -47,12 +71,16 @@ class Plan:
 
     def place(self, task: Task, inst: Instance) -> Vec:
         """Put a pending task on ``inst``; returns what is free there now."""
+        if task.anti_affinity:
+            self._flag(task, inst)
         left = self._take(inst, task.req)
         self.decisions.placements.append(Place(task, inst))
         return left
 
     def migrate(self, task: Task, dest: Instance) -> Vec:
         """Move a running task to ``dest``; returns what is free there now."""
+        if task.anti_affinity:
+            self._flag(task, dest)
         left = self._take(dest, task.req)
         self.decisions.migrations.append(Migrate(task, dest))
         return left
@@ -60,8 +88,22 @@ class Plan:
     def acquire(self, itype: InstanceType, tasks: Sequence[Task] = (), market: str | None = None,
                 migrate: Sequence[Task] = (), bid: float | None = None, keep: bool = False) -> Acquire:
         acq = Acquire(itype, market or self.view.market, list(tasks), list(migrate), bid, keep)
+        if conflicts((*acq.tasks, *acq.migrate)):
+            raise DecisionError(f"plan: anti-affinity: acquisition of {itype.name} lists two "
+                                f"flagged tasks of one job")
         self.decisions.acquisitions.append(acq)
         return acq
+
+
+def conflicts(tasks: Iterable[Task]) -> bool:
+    """Whether ``tasks`` hold two flagged tasks of one job (they may not share an instance)."""
+    seen: set[int] = set()
+    for t in tasks:
+        if t.anti_affinity:
+            if t.job in seen:
+                return True
+            seen.add(t.job)
+    return False
 
 
 class Packer(Protocol):

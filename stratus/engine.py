@@ -83,6 +83,7 @@ class ReplayConfig:
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
+    anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -181,6 +182,12 @@ class Engine:
         self._job_name = f["job_name"].tolist()
         self._priority = f["priority"].tolist()
         self._user_est = f["estimate_s"].tolist() if "estimate_s" in f.columns else None
+        # anti-affinity flags (Stratus §4.2 assumption 2), read only when a task is made
+        self._aa = (f["anti_affinity"].to_numpy(dtype=bool).tolist()
+                    if cfg.anti_affinity and "anti_affinity" in f.columns else None)
+        # job id -> ids of the instances a flagged task of that job holds resources on:
+        # kept by _hold/_unhold, read only for flagged tasks (placement checks, the view)
+        self.aa_where: dict[int, set[int]] = {}
         nj = len(uniq)
         self.job_left = np.bincount(job_idx, minlength=nj).tolist()
         self.job_submit = np.full(nj, np.inf)
@@ -293,7 +300,8 @@ class Engine:
         t = Task(tid, int(self._job_ids[self._job_of[tid]]), self._task_index[tid],
                  self._submit_list[tid], self._runtime[tid], self._req[tid], self._user[tid],
                  self._job_name[tid], self._priority[tid],
-                 None if self._user_est is None else self._user_est[tid])
+                 None if self._user_est is None else self._user_est[tid],
+                 self._aa is not None and self._aa[tid])
         self.tasks[tid] = t
         return t
 
@@ -337,6 +345,8 @@ class Engine:
         inst._tasks[task.tid] = task
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
+        if task.anti_affinity:
+            self.aa_where.setdefault(task.job, set()).add(inst.iid)
         if self.holds is not None:
             self._hold_open[(inst.iid, task.tid)] = t
 
@@ -344,6 +354,11 @@ class Engine:
         self._touch(inst, t)
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
+        if task.anti_affinity:
+            where = self.aa_where[task.job]
+            where.discard(inst.iid)
+            if not where:
+                del self.aa_where[task.job]
         if self.holds is not None:
             s = self._hold_open.pop((inst.iid, task.tid))
             if not inst.failed:  # a failed request never existed: it holds nothing
@@ -623,6 +638,9 @@ class Engine:
         for r, f in zip(task.req, inst.free):
             if r > f:
                 raise self._bad(f"{task!r} does not fit on {inst!r} (free {inst.free})")
+        if task.anti_affinity and inst.iid in self.aa_where.get(task.job, ()):
+            raise self._bad(f"anti-affinity: {task!r} would join another flagged task of "
+                            f"job {task.job} on {inst!r}")
 
     def _known(self, task: Task) -> bool:
         tid = getattr(task, "tid", -1)
@@ -658,9 +676,16 @@ class Engine:
             if not acq.tasks and not acq.migrate and not acq.keep:
                 raise self._bad(f"acquisition of {itype.name} with no tasks")
             total = [0] * len(itype.capacity)
+            flagged: set[int] | None = None
             for task in (*acq.tasks, *acq.migrate):
                 for d, r in enumerate(task.req):
                     total[d] += r
+                if task.anti_affinity:
+                    flagged = flagged if flagged is not None else set()
+                    if task.job in flagged:
+                        raise self._bad(f"anti-affinity: acquisition of {itype.name} lists two "
+                                        f"flagged tasks of job {task.job}")
+                    flagged.add(task.job)
             if any(x > c for x, c in zip(total, itype.capacity)):
                 raise self._bad(f"tasks of {tuple(total)} do not fit a {itype.name} {itype.capacity}")
             bid = acq.bid
@@ -845,6 +870,11 @@ class Engine:
         res = ReplayResult.build(self, wall_s)
         res.summary["tasks_unfinished"] = self.n - self.n_done
         res.summary["ended_early"] = self.ended_early
+        if "anti_affinity" in self.trace.frame.columns:  # only for traces that carry flags
+            aa = self.trace.frame["anti_affinity"].to_numpy(dtype=bool)
+            res.summary["anti_affinity"] = {
+                "honoured": self._aa is not None, "flagged_tasks": int(aa.sum()),
+                "flagged_jobs": int(np.unique(self.trace.frame["job_id"].to_numpy()[aa]).size)}
         return res
 
     def _starved(self) -> str | None:

@@ -28,14 +28,17 @@ class Task:
     ``req`` is the resource vector in integer units (stratus.resources). ``runtime`` is
     the true runtime: only the oracle estimator and the engine read it; a policy learns
     about runtimes through the estimator in the cluster view.
+
+    ``anti_affinity``: no two flagged tasks of one job hold resources on one instance at
+    once (Stratus §4.2 assumption 2; the Google trace's ``different_machine``).
     """
 
     __slots__ = ("tid", "job", "index", "submit", "runtime", "req", "user", "job_name",
-                 "priority", "user_estimate")
+                 "priority", "user_estimate", "anti_affinity")
 
     def __init__(self, tid: int, job: int, index: int, submit: float, runtime: float, req: Vec,
                  user: str = "", job_name: str = "", priority: int = 0,
-                 user_estimate: float | None = None) -> None:
+                 user_estimate: float | None = None, anti_affinity: bool = False) -> None:
         self.tid = tid
         self.job = job
         self.index = index
@@ -46,6 +49,7 @@ class Task:
         self.job_name = job_name
         self.priority = priority
         self.user_estimate = user_estimate
+        self.anti_affinity = anti_affinity
 
     def __repr__(self) -> str:
         return f"Task(tid={self.tid}, job={self.job}.{self.index}, req={self.req})"

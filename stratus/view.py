@@ -71,6 +71,11 @@ class ClusterView:
     def state(self, task: Task) -> int:
         return self._e.state[task.tid]
 
+    def flagged_on(self, job: int) -> set[int] | tuple:
+        """Ids of the instances where a flagged (anti-affinity) task of ``job`` holds
+        resources now: where another flagged task of the job may not go. Do not mutate."""
+        return self._e.aa_where.get(job, ())
+
     def is_migrating(self, task: Task) -> bool:
         """True while a migration of the task is in flight or queued for its destination."""
         return task.tid in self._e.mig_dest

@@ -82,6 +82,9 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
                    help="the cloud's own faults (seeded): instances crash at R per "
                         "instance-hour; a request fails with probability P, and with "
                         "ice-window its type stays unavailable S seconds (default: none)")
+    p.add_argument("--anti-affinity", default="on", choices=("on", "off"),
+                   help="honour the trace's anti_affinity flags: no two flagged tasks of one "
+                        "job on one instance at once (on; off ignores them)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 

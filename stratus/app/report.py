@@ -66,6 +66,11 @@ def summary_table(s: dict) -> str:
         if key in s and (key != "revocations" or s[key]):
             rows.append((key.replace("_", " "), f"{s[key]:,}"))
     rows.append(("cost by type ($)", ", ".join(f"{k} {v:,.2f}" for k, v in s["cost_by_type"].items())))
+    aa = s.get("anti_affinity")
+    if aa:  # the trace carries anti-affinity flags (Stratus §4.2 assumption 2)
+        rows.append(("anti-affinity", f"{'on' if aa['honoured'] else 'off (ignored)'}: "
+                                      f"{aa['flagged_tasks']:,} flagged tasks in "
+                                      f"{aa['flagged_jobs']:,} jobs"))
     f = s.get("faults")
     if f and "crashes" in f:  # --faults: what the cloud's own faults did
         rows.append(("faults", f["spec"]))

@@ -50,7 +50,8 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
                        migration_footprint=args.migration_footprint, seed=args.seed,
                        catalog=get_catalog(args.catalog),
                        max_hours=getattr(args, "max_hours", None),
-                       faults=parse_faults(getattr(args, "faults", None)))
+                       faults=parse_faults(getattr(args, "faults", None)),
+                       anti_affinity=getattr(args, "anti_affinity", "on") != "off")
     configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
     if spec.kind == COST_MODEL:  # no engine: the model bills the trace itself
         return spec.factory().replay(trace, cfg)
