@@ -39,6 +39,8 @@ zeros):
                     largest of those divided by that type's capacity (for m4:
                     m4_16xlarge_equivalents, 64 vCPU / 256 GiB), a floor on the fleet
                     needed on average
+    anti_affinity   only for a trace with that column: the flagged tasks and the jobs that
+                    have at least one (Google 2011: different_machine on the SUBMIT)
 """
 
 from __future__ import annotations
@@ -144,6 +146,10 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
                                                              load_mem / big.mem_gib),
         },
     }
+    if trace.has("anti_affinity"):
+        flagged = f["anti_affinity"].to_numpy(dtype=bool)
+        out["anti_affinity"] = {"tasks": int(flagged.sum()),
+                                "jobs": int(f["job_id"][flagged].nunique())}
     if "load_report" in trace.meta:
         out["load_report"] = trace.meta["load_report"]
     return out
