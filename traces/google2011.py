@@ -17,12 +17,14 @@ CPU request x 64 and ``mem_gib`` = memory request x 256 (requests are normalised
 largest machine; Stratus §4.2 scales them to the largest instance, m4.16xlarge), ``job_name``
 = the logical job name, else the job name, else ``job-<id>``; ``user`` and ``priority`` from
 the task's events. The request is the one on the last SCHEDULE, falling back (per dimension)
-to the task's latest non-empty request; a missing dimension is 0.
+to the task's latest non-empty request; a missing dimension is 0. ``anti_affinity`` (bool,
+unless ``anti_affinity=ignore``) = the different-machine flag (rule 15).
 
 Semantics. Every task or job left out is counted in the LoadReport (``dropped``, by reason;
 ``notes`` for changes to kept rows). A job is counted once, under the first reason that
 applies, in JOB_REASONS order: timestamp 0, after the end, still running, no SUBMIT,
-missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
+missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish. A task of a
+kept job is counted once, under never scheduled, then terminal=task-finish, then no request.
 
 1. Order: events are ordered by timestamp, ties in lifecycle order (SUBMIT, UPDATE_PENDING,
    SCHEDULE, UPDATE_RUNNING, then EVICT/FAIL/FINISH/KILL/LOST); file order is never
@@ -49,7 +51,10 @@ missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
    (``terminal=any``) with runtime last SCHEDULE -> that event: the cluster ran them that
    long and paid for it. A task resubmitted and then killed/failed before being scheduled
    again keeps its last run. ``terminal=finish`` keeps only jobs all of whose tasks
-   FINISH (a job with a never-scheduled task goes too). Notes: kept FAIL / KILL tasks.
+   FINISH (a job with a never-scheduled task goes too). ``terminal=task-finish`` keeps only
+   the tasks whose final event is FINISH, their jobs otherwise whole: the same jobs as
+   ``any`` (windows judge a job by all its events), without their FAIL/KILL tasks (a job
+   left with none disappears). Notes: kept FAIL / KILL tasks.
 10. Never scheduled: a task with no SCHEDULE that ended in KILL or FAIL (the v2.1 schema
     allows FAIL while pending) used nothing: the task is dropped, its job kept.
 11. No request: a task whose CPU and memory requests are both empty or zero is dropped.
@@ -64,17 +69,24 @@ missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
     else ``job-<id>`` (note: jobs without job_events); user is the task's latest non-empty
     user, else the job's, else 'unknown'; priority is the one on the last SCHEDULE, else
     the latest non-empty, else 0 (notes).
+15. Anti-affinity: ``different_machine`` ("the task must be scheduled to execute on a
+    different machine than any other currently running task in the job", v2.1 schema) is
+    read from the SUBMIT that opened the kept run (the last SUBMIT before the last
+    SCHEDULE), as the run's request is; empty is false (note). A value other than 0, 1 or
+    empty is malformed input. Note: flagged kept tasks and jobs.
 
 Malformed input (wrong field count, non-numeric field, non-UTF-8 bytes, corrupt or
 truncated gzip, stray carriage return, empty timestamp/job/task/event type, unknown event
-type, negative ids or timestamps, negative or non-finite requests) raises TraceError naming
-the file, the 1-based line and, where known, the field. DuckDB's rejects table locates CSV
-errors; other failures are located by a plain Python scan of the file.
+type, negative ids or timestamps, negative or non-finite requests, a different_machine
+other than 0/1) raises TraceError naming the file, the 1-based line and, where known, the
+field. DuckDB's rejects table locates CSV errors; other failures are located by a plain
+Python scan of the file.
 
 Memory: one streaming pass per table; per-(job, task) aggregation in DuckDB with a file
 database and a spill directory, so RSS stays near ``memory_limit`` plus the interpreter,
 whatever the trace size. Options (strings accepted, as from ``--format google2011?...``):
-window_start_s, window_hours | window_end_s, terminal=any|finish, memory_limit (default
+window_start_s, window_hours | window_end_s, terminal=any|finish|task-finish,
+anti_affinity=keep|ignore (default keep: emit the column), memory_limit (default
 1GB, at least 128MB), threads, temp_directory (where DuckDB keeps its work database and
 spills; default the system temp dir).
 """
