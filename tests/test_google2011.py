@@ -119,6 +119,62 @@ def test_terminal_finish_keeps_only_all_finished_jobs():
     assert "terminal=finish" in notes(tr)
 
 
+def test_terminal_task_finish_keeps_exactly_the_finished_tasks_and_their_jobs(trace):
+    tr = g.load(FIXTURE, terminal="task-finish")
+    # J400 task 0 FAILed, J500 and J1500 were KILLed after a run: those tasks go; J400's
+    # FINISHed task 1 stays although its sibling failed, with the values it has by default
+    not_finished = {(400, 0), (500, 0), (1500, 0)}
+    assert set(rows(tr)) == set(rows(trace)) - not_finished
+    assert all(rows(tr)[k] == rows(trace)[k] for k in rows(tr))
+    dropped = tr.meta["load_report"]["dropped"]
+    assert dropped == {**DEFAULT_DROPS, g.TASK_REASONS[g.TASK_NOT_FINISHED]: 3}
+    assert "terminal=task-finish: only tasks whose final event is FINISH" in notes(tr)
+    assert "ended in KILL" not in notes(tr) and "ended in FAIL" not in notes(tr)
+
+
+def test_task_finish_keeps_the_same_jobs_under_a_window():
+    # the window judges a job by all its events, the killed tasks' included
+    tr = g.load(FIXTURE, terminal="task-finish", **WINDOW)
+    assert set(tr.frame["job_id"]) == set(EXPECTED) - {100, 1800, 500, 1500}
+
+
+# --- anti-affinity (different_machine) ----------------------------------------------------
+
+def test_anti_affinity_is_read_from_the_submit_that_opened_the_kept_run(trace):
+    got = dict(zip(zip(trace.frame["job_id"], trace.frame["task_id"]),
+                   trace.frame["anti_affinity"]))
+    # J100: every event flagged. J200: only the resubmission that opened its last run.
+    # J1300: only its SCHEDULE is flagged; J1500: only a resubmission that never ran;
+    # J1600: only the first SUBMIT, before the same-microsecond resubmission and reschedule
+    assert {k for k, v in got.items() if v} == {(100, 0), (100, 1), (200, 0)}
+    assert trace.frame["anti_affinity"].dtype == bool
+    text = notes(trace)
+    assert "3 kept tasks in 2 jobs carry different_machine (anti_affinity = true)" in text
+    assert "1 kept tasks' SUBMIT had no different_machine value" in text  # J1000 task 0
+
+
+def test_anti_affinity_ignore_leaves_the_column_out(trace, tmp_path):
+    tr = g.load(FIXTURE, anti_affinity="ignore")
+    assert "anti_affinity" not in tr.frame.columns
+    assert tr.frame.equals(trace.frame.drop(columns=["anti_affinity"]))
+    assert "anti_affinity=ignore: the column is left out (3 kept tasks in 2 jobs" in notes(tr)
+    g.convert(FIXTURE, tmp_path / "o.parquet", anti_affinity="IGNORE")
+    assert pq.read_table(tmp_path / "o.parquet").column_names == list(REQUIRED)
+
+
+def test_anti_affinity_survives_convert_and_the_canonical_reader(tmp_path, trace):
+    from traces.conversion import convert_trace
+
+    out = tmp_path / "g.parquet"
+    convert_trace(str(FIXTURE), "google2011", out)
+    back = load_file(out, "canonical")
+    assert back.frame.equals(trace.frame)
+    again = tmp_path / "again.parquet"
+    convert_trace(str(out), None, again)  # canonical -> canonical keeps it too
+    assert load_file(again, "canonical").frame["anti_affinity"].tolist() == \
+        trace.frame["anti_affinity"].tolist()
+
+
 def test_lost_drops_the_job(trace):
     assert 600 not in set(trace.frame["job_id"])
     assert trace.meta["load_report"]["dropped"][R[6]] == 1
@@ -181,11 +237,12 @@ def test_convert_writes_canonical_sorted_parquet_with_report(tmp_path, trace):
     out = tmp_path / "g.parquet"
     report = g.convert(FIXTURE, out)
     table = pq.read_table(out)
-    assert table.column_names == list(REQUIRED)
+    assert table.column_names == [*REQUIRED, "anti_affinity"]
     types = {f.name: str(f.type) for f in table.schema}
     assert types == {"job_id": "int64", "task_id": "int64", "submit_s": "double",
                      "runtime_s": "double", "cpu": "double", "mem_gib": "double",
-                     "user": "string", "job_name": "string", "priority": "int64"}
+                     "user": "string", "job_name": "string", "priority": "int64",
+                     "anti_affinity": "bool"}
     meta = table.schema.metadata
     assert json.loads(meta[b"stratus.load_report"]) == report.as_dict()
     assert meta[b"stratus.trace.name"] == b"google2011:basic"
@@ -212,6 +269,9 @@ def test_registry_and_string_options(tmp_path):
     ({"window_start_s": "100", "window_end_s": "50"}, "window_end_s"),
     ({"window_hours": "1", "window_end_s": "50"}, "window_end_s"),
     ({"terminal": "lost"}, "terminal"),
+    ({"terminal": "tasks"}, "terminal"),
+    ({"anti_affinity": "maybe"}, "anti_affinity"),
+    ({"anti_affinity": ""}, "anti_affinity"),
     ({"memory_limit": "lots"}, "memory_limit"),
     ({"memory_limit": "64MB"}, "memory_limit"),
     ({"threads": "0"}, "threads"),
@@ -280,6 +340,7 @@ GZ = "task_events/part-00002-of-00003.csv.gz"
     (PLAIN, 4, lambda b: b.replace(b",0,u1", b",9,u1"), r"line 5, field 'event_type': unknown"),
     (PLAIN, 0, lambda b: b"," + b.split(b",", 1)[1], r"line 1, field 'ts': empty, but required"),
     (GZ, 2, lambda b: b.replace(b",0.125,", b",-0.125,"), r"line 3, field 'cpu_request'"),
+    (PLAIN, 1, lambda b: b[:-1] + b"2", r"line 2, field 'different_machine': a flag must be 0"),
     ("job_events/part-00001-of-00002.csv", 1, lambda b: b.replace(b",1000,", b",,"),
      r"line 2, field 'job_id'"),
 ])
@@ -431,3 +492,58 @@ def test_duckdb_draws_no_progress_bar_on_stdout(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# --- the bundled real excerpt (tests/data/google2011-excerpt) ----------------------------
+
+EXCERPT = Path(__file__).parent / "data" / "google2011-excerpt"
+# lifecycle rank at one timestamp, as the loader orders events (SUBMIT first, terminals last)
+RANK = {g.SUBMIT: 0, g.UPDATE_PENDING: 1, g.SCHEDULE: 2, g.UPDATE_RUNNING: 3}
+
+
+def excerpt_tasks() -> dict[tuple[int, int], list[tuple[int, int, int, str]]]:
+    """(job, task) -> its events as (ts, rank, type, different_machine), in order, read
+    without the loader."""
+    out: dict[tuple[int, int], list] = {}
+    with gzip.open(EXCERPT / "task_events" / "part-00000-of-00500.csv.gz", "rt") as fh:
+        for line in fh:
+            f = line.rstrip("\n").split(",")
+            etype = int(f[5])
+            out.setdefault((int(f[2]), int(f[3])), []).append(
+                (int(f[0]), RANK.get(etype, etype + 2), etype, f[12]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def excerpt():
+    return g.load(EXCERPT), g.load(EXCERPT, terminal="task-finish"), excerpt_tasks()
+
+
+def test_excerpt_task_finish_is_the_default_minus_the_unfinished_tasks(excerpt):
+    every, finished, events = excerpt
+    terminal = {k: [e[2] for e in ev if g.EVICT <= e[2] <= g.LOST][-1] for k, ev in events.items()}
+    keys = set(zip(every.frame["job_id"], every.frame["task_id"]))
+    want = {k for k in keys if terminal[k] == g.FINISH}
+    assert set(zip(finished.frame["job_id"], finished.frame["task_id"])) == want
+    assert len(keys - want) == 744  # 718 KILL + 26 FAIL after a run, as the report notes
+    assert finished.meta["load_report"]["dropped"][g.TASK_REASONS[g.TASK_NOT_FINISHED]] == 744
+    # the kept tasks are unchanged: same rows as in the default reading
+    merged = every.frame.merge(finished.frame, on=["job_id", "task_id"], suffixes=("", "_f"))
+    assert len(merged) == len(finished)
+    for col in ("submit_s", "runtime_s", "cpu", "mem_gib", "anti_affinity"):
+        assert (merged[col] == merged[f"{col}_f"]).all(), col
+
+
+def test_excerpt_flag_is_the_submit_before_the_last_schedule(excerpt):
+    every, _, events = excerpt
+    want = set()
+    for key, ev in events.items():
+        last_sched = max((e[:2] for e in ev if e[2] == g.SCHEDULE), default=None)
+        opening = [e for e in ev if e[2] == g.SUBMIT and (last_sched is None or e[:2] < last_sched)]
+        if opening and opening[-1][3] == "1":
+            want.add(key)
+    f = every.frame
+    got = set(zip(f["job_id"][f["anti_affinity"]], f["task_id"][f["anti_affinity"]]))
+    assert got == want & set(zip(f["job_id"], f["task_id"]))
+    assert (len(got), f["job_id"][f["anti_affinity"]].nunique()) == (69, 4)
+

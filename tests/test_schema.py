@@ -79,3 +79,58 @@ def test_corrupt_parquet_gives_a_trace_or_trace_error(tmp_path_factory, data):
     path.write_bytes(bytes(raw))
     with contextlib.suppress(TraceError):  # anything else fails the test
         Trace.from_parquet(path)
+
+
+# --- the optional anti_affinity flag ------------------------------------------------------
+
+FLAG_SPELLINGS = {True: [True, 1, 1.0, "1", "true", "TRUE", " True "],
+                  False: [False, 0, 0.0, "0", "false", "False"]}
+
+
+@settings(max_examples=60)
+@given(st.lists(st.sampled_from([(v, s) for v, ss in FLAG_SPELLINGS.items() for s in ss]),
+                min_size=3, max_size=3))
+def test_anti_affinity_spellings_coerce_to_bool(pairs):
+    out = validate_frame(frame(anti_affinity=pd.Series([s for _, s in pairs], dtype=object)))
+    assert out["anti_affinity"].dtype == bool
+    assert out["anti_affinity"].tolist() == [v for v, _ in pairs]
+
+
+@pytest.mark.parametrize("values, message", [
+    ([0, 2, 1], "column 'anti_affinity' must be 0/1 or true/false at row 1 \\(job 2, task 0\\)"),
+    (["yes", "0", "1"], "must be 0/1 or true/false at row 0"),
+    ([0.5, 0, 1], "must be 0/1 or true/false at row 0"),
+    ([0, 1, None], "column 'anti_affinity' is empty at row 2"),
+])
+def test_bad_anti_affinity_names_the_row(values, message):
+    with pytest.raises(TraceError, match=message):
+        validate_frame(frame(anti_affinity=pd.Series(values, dtype=object)), "f.csv")
+
+
+def test_anti_affinity_parquet_round_trip_and_window(tmp_path):
+    tr = Trace(frame(anti_affinity=[1, 0, "true"]), name="x")
+    tr.to_parquet(tmp_path / "t.parquet")
+    back = Trace.from_parquet(tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(back.frame, tr.frame)
+    assert back.frame["anti_affinity"].tolist() == [True, False, True]
+    assert back.window(2.0, 4.0, inside=False).frame["anti_affinity"].tolist() == [False]
+
+
+def test_generic_loader_carries_anti_affinity(tmp_path):
+    from traces import generic
+    from traces.describe import describe
+
+    path = tmp_path / "t.csv"
+    path.write_text("job,submit,run,cpu,mem,aa\n1,0,10,1,1,1\n1,1,10,1,1,TRUE\n"
+                    "2,2,10,1,1,\n3,3,10,1,1,false\n")
+    opts = dict(job_id="job", submit_s="submit", runtime_s="run", cpu="cpu", mem_gib="mem",
+                anti_affinity="aa")
+    tr = generic.load(path, **opts)
+    assert tr.frame["anti_affinity"].tolist() == [True, True, False, False]
+    assert "1 rows have no anti_affinity value; taken as false" in tr.meta["load_report"]["notes"]
+    assert describe(tr)["anti_affinity"] == {"tasks": 2, "jobs": 1}
+    assert "anti_affinity" not in describe(Trace(frame()))  # only a trace that has the column
+    path.write_text("job,submit,run,cpu,mem,aa\n1,0,10,1,1,1\n1,1,10,1,1,2\n")
+    with pytest.raises(TraceError, match=r"t\.csv:3: column 'aa' \(anti_affinity\): must be "
+                                         r"0/1 or true/false, got '2'"):
+        generic.load(path, **opts)

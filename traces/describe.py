@@ -41,6 +41,9 @@ zeros):
                     needed on average; "gpus" when some task requests GPUs
     gpus            only when some task requests GPUs: GPU tasks and jobs, GPU-hours
                     (Σ gpus·runtime) and percentiles of the GPU request of GPU tasks
+                    needed on average
+    anti_affinity   only for a trace with that column: the flagged tasks and the jobs that
+                    have at least one (Google 2011: different_machine on the SUBMIT)
 """
 
 from __future__ import annotations
@@ -156,6 +159,10 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
             "request": _percentiles(g[on], WIDE_PERCENTILES),
         }
         out["offered_load"]["gpus"] = float((g * runtime).sum() / span) if span > 0 else 0.0
+    if trace.has("anti_affinity"):
+        flagged = f["anti_affinity"].to_numpy(dtype=bool)
+        out["anti_affinity"] = {"tasks": int(flagged.sum()),
+                                "jobs": int(f["job_id"][flagged].nunique())}
     if "load_report" in trace.meta:
         out["load_report"] = trace.meta["load_report"]
     return out

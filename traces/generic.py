@@ -14,6 +14,9 @@ column mapping, ``canonical_name=source_column``:
                                             every kept row has one (else a note says why not)
     gpus                                    optional: GPUs per task, a number >= 0 (a GPU
                                             request needs a catalog with GPU types)
+    anti_affinity                           optional: 0/1 or true/false (any case), no two
+                                            flagged tasks of a job on one instance; an
+                                            empty cell is false (counted in a note)
 units and shapes:
     time_unit      s | ms | us | min | h    unit of numeric times and durations (default s)
     mem_unit       GiB | GB | MiB | MB | KiB | KB   (default GiB; GB/MB/KB are decimal)
@@ -52,6 +55,7 @@ from traces.tables import (
     drop_blank,
     duplicate_rows,
     first_negative,
+    flags,
     numbers,
     option_choice,
     option_text,
@@ -67,7 +71,8 @@ from traces.tables import (
 
 FORMAT = "generic"
 COLUMN_KEYS = ("job_id", "task_id", "submit_s", "runtime_s", "cpu", "mem_gib", "user",
-               "job_name", "priority", "estimate_s", "deadline_s", "queue", "gpus")
+               "job_name", "priority", "estimate_s", "deadline_s", "queue", "gpus",
+               "anti_affinity")
 REQUIRED_KEYS = ("job_id", "submit_s", "cpu", "mem_gib")
 SETTING_KEYS = ("time_unit", "mem_unit", "submit_format", "end_column", "start_column")
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
@@ -147,7 +152,7 @@ def load(path: Path, **options) -> Trace:
     cfg = _settings(options)
     cols = cfg["columns"]
     kind = table_kind(path, ("csv", "parquet"))
-    text_cols = [cols[k] for k in ("user", "job_name", "queue") if k in cols]
+    text_cols = [cols[k] for k in ("user", "job_name", "queue", "anti_affinity") if k in cols]
     if cfg["submit_format"] == "iso":
         text_cols += [cols["submit_s"], *(c for c in (cfg["end"], cfg["start"]) if c)]
         text_cols += [cols["deadline_s"]] if "deadline_s" in cols else []
@@ -197,6 +202,8 @@ def _canonical(table: Table, cfg: dict, report: LoadReport) -> tuple[pd.DataFram
         frame["gpus"] = gpus
     frame["priority"] = (numbers(table, cols["priority"], integer=True, what="priority")
                          .astype(np.int64) if "priority" in cols else 0)
+    if "anti_affinity" in cols:
+        frame["anti_affinity"] = flags(table, cols["anti_affinity"], report, "anti_affinity")
     keep = runtime > 0
     report.drop("rows with runtime <= 0", int((~keep).sum()))
     empty = keep & (cpu + mem <= 0)

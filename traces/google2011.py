@@ -17,12 +17,14 @@ CPU request x 64 and ``mem_gib`` = memory request x 256 (requests are normalised
 largest machine; Stratus §4.2 scales them to the largest instance, m4.16xlarge), ``job_name``
 = the logical job name, else the job name, else ``job-<id>``; ``user`` and ``priority`` from
 the task's events. The request is the one on the last SCHEDULE, falling back (per dimension)
-to the task's latest non-empty request; a missing dimension is 0.
+to the task's latest non-empty request; a missing dimension is 0. ``anti_affinity`` (bool,
+unless ``anti_affinity=ignore``) = the different-machine flag (rule 15).
 
 Semantics. Every task or job left out is counted in the LoadReport (``dropped``, by reason;
 ``notes`` for changes to kept rows). A job is counted once, under the first reason that
 applies, in JOB_REASONS order: timestamp 0, after the end, still running, no SUBMIT,
-missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
+missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish. A task of a
+kept job is counted once, under never scheduled, then terminal=task-finish, then no request.
 
 1. Order: events are ordered by timestamp, ties in lifecycle order (SUBMIT, UPDATE_PENDING,
    SCHEDULE, UPDATE_RUNNING, then EVICT/FAIL/FINISH/KILL/LOST); file order is never
@@ -49,7 +51,10 @@ missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
    (``terminal=any``) with runtime last SCHEDULE -> that event: the cluster ran them that
    long and paid for it. A task resubmitted and then killed/failed before being scheduled
    again keeps its last run. ``terminal=finish`` keeps only jobs all of whose tasks
-   FINISH (a job with a never-scheduled task goes too). Notes: kept FAIL / KILL tasks.
+   FINISH (a job with a never-scheduled task goes too). ``terminal=task-finish`` keeps only
+   the tasks whose final event is FINISH, their jobs otherwise whole: the same jobs as
+   ``any`` (windows judge a job by all its events), without their FAIL/KILL tasks (a job
+   left with none disappears). Notes: kept FAIL / KILL tasks.
 10. Never scheduled: a task with no SCHEDULE that ended in KILL or FAIL (the v2.1 schema
     allows FAIL while pending) used nothing: the task is dropped, its job kept.
 11. No request: a task whose CPU and memory requests are both empty or zero is dropped.
@@ -64,17 +69,24 @@ missing SCHEDULE, LOST, final EVICT, window start, window end, terminal=finish.
     else ``job-<id>`` (note: jobs without job_events); user is the task's latest non-empty
     user, else the job's, else 'unknown'; priority is the one on the last SCHEDULE, else
     the latest non-empty, else 0 (notes).
+15. Anti-affinity: ``different_machine`` ("the task must be scheduled to execute on a
+    different machine than any other currently running task in the job", v2.1 schema) is
+    read from the SUBMIT that opened the kept run (the last SUBMIT before the last
+    SCHEDULE), as the run's request is; empty is false (note). A value other than 0, 1 or
+    empty is malformed input. Note: flagged kept tasks and jobs.
 
 Malformed input (wrong field count, non-numeric field, non-UTF-8 bytes, corrupt or
 truncated gzip, stray carriage return, empty timestamp/job/task/event type, unknown event
-type, negative ids or timestamps, negative or non-finite requests) raises TraceError naming
-the file, the 1-based line and, where known, the field. DuckDB's rejects table locates CSV
-errors; other failures are located by a plain Python scan of the file.
+type, negative ids or timestamps, negative or non-finite requests, a different_machine
+other than 0/1) raises TraceError naming the file, the 1-based line and, where known, the
+field. DuckDB's rejects table locates CSV errors; other failures are located by a plain
+Python scan of the file.
 
 Memory: one streaming pass per table; per-(job, task) aggregation in DuckDB with a file
 database and a spill directory, so RSS stays near ``memory_limit`` plus the interpreter,
 whatever the trace size. Options (strings accepted, as from ``--format google2011?...``):
-window_start_s, window_hours | window_end_s, terminal=any|finish, memory_limit (default
+window_start_s, window_hours | window_end_s, terminal=any|finish|task-finish,
+anti_affinity=keep|ignore (default keep: emit the column), memory_limit (default
 1GB, at least 128MB), threads, temp_directory (where DuckDB keeps its work database and
 spills; default the system temp dir).
 """
@@ -123,7 +135,7 @@ TASK_FIELDS: list[Field] = [
     ("user", "VARCHAR", False, ""), ("scheduling_class", "INTEGER", False, ""),
     ("priority", "INTEGER", False, ""), ("cpu_request", "DOUBLE", False, "request"),
     ("memory_request", "DOUBLE", False, "request"), ("disk_request", "DOUBLE", False, ""),
-    ("different_machine", "INTEGER", False, ""),
+    ("different_machine", "INTEGER", False, "flag"),
 ]
 JOB_FIELDS: list[Field] = [
     ("ts", "BIGINT", True, "ts"), ("missing_info", "INTEGER", False, ""),
@@ -145,17 +157,25 @@ JOB_REASONS = {
     9: "jobs ending after the window end",
     10: "jobs with a task that did not FINISH (terminal=finish)",
 }
-TASK_NEVER_SCHEDULED, TASK_NO_REQUEST = 20, 21
+TASK_NEVER_SCHEDULED, TASK_NO_REQUEST, TASK_NOT_FINISHED = 20, 21, 22
 TASK_REASONS = {
     TASK_NEVER_SCHEDULED: "tasks never scheduled (killed or failed while pending)",
+    TASK_NOT_FINISHED: "tasks whose final event is not FINISH (terminal=task-finish)",
     TASK_NO_REQUEST: "tasks without any CPU or memory request",
 }
+# terminal= readings: every run (any), whole jobs that all FINISH (finish), FINISHed tasks
+# of otherwise whole jobs (task-finish); docs/decisions.md "Google 2011: two readings"
+TERMINALS = {"any": "any", "finish": "finish", "task-finish": "task-finish"}
+# anti_affinity=: emit the column from different_machine (keep) or leave it out (ignore)
+ANTI_AFFINITY = {"keep": True, "ignore": False}
+# a SUBMIT's different_machine, packed into the low 2 bits of its ordering key
+FLAG_OFF, FLAG_ON, FLAG_EMPTY = 0, 1, 2
 MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$",
                        re.IGNORECASE)
 MIN_MEMORY_BYTES = 128e6
 FORMAT = "google2011"
-OPTION_NAMES = ("window_start_s", "window_hours", "window_end_s", "terminal", "memory_limit",
-                "threads", "temp_directory")
+OPTION_NAMES = ("window_start_s", "window_hours", "window_end_s", "terminal", "anti_affinity",
+                "memory_limit", "threads", "temp_directory")
 
 
 # --- options ---------------------------------------------------------------------------
@@ -167,6 +187,8 @@ class Options:
     start_us: int | None = None
     end_us: int | None = None
     finish_only: bool = False
+    task_finish: bool = False
+    anti_affinity: bool = True
     memory_limit: str = DEFAULT_MEMORY_LIMIT
     threads: int | None = None
     temp_directory: str | None = None
@@ -196,7 +218,8 @@ def parse_options(options: dict) -> Options:
     if end is not None and end <= (start or 0.0):
         raise ConfigError(f"google2011 option window_end_s={end:g}: must be after "
                           f"window_start_s={start or 0.0:g}")
-    terminal, _ = option_choice(FORMAT, options, "terminal", {"any": 0, "finish": 1}, "any")
+    terminal, _ = option_choice(FORMAT, options, "terminal", TERMINALS, "any")
+    _, anti = option_choice(FORMAT, options, "anti_affinity", ANTI_AFFINITY, "keep")
     memory = option_text(FORMAT, options, "memory_limit", DEFAULT_MEMORY_LIMIT)
     if memory_bytes(memory) < MIN_MEMORY_BYTES:
         raise ConfigError(f"google2011 option memory_limit={memory!r}: need at least 128MB "
@@ -204,7 +227,8 @@ def parse_options(options: dict) -> Options:
     return Options(
         start_us=None if start is None else int(round(start * 1e6)),
         end_us=None if end is None else int(round(end * 1e6)),
-        finish_only=terminal == "finish", memory_limit=memory,
+        finish_only=terminal == "finish", task_finish=terminal == "task-finish",
+        anti_affinity=anti, memory_limit=memory,
         threads=option_int(FORMAT, options, "threads", None, minimum=1),
         temp_directory=option_text(FORMAT, options, "temp_directory", None))
 
@@ -253,6 +277,8 @@ def _bad_sql(fields: list[Field]) -> str:
             terms.append(f"{col} NOT BETWEEN 0 AND 8")
         elif check == "request":
             terms.append(f"({col} < 0 OR NOT isfinite({col} * {LARGEST_MEM_GIB}))")
+        elif check == "flag":
+            terms.append(f"{col} NOT IN (0, 1)")
     return "coalesce(" + " OR ".join(terms) + ", false)"
 
 
@@ -292,6 +318,8 @@ def _domain_error(name: str, value, required: bool, check: str) -> str | None:
         return f"unknown event type {value} (0..8)"
     if check == "request" and (value < 0 or not math.isfinite(value * LARGEST_MEM_GIB)):
         return f"request not a finite number >= 0: {value}"
+    if check == "flag" and value not in (0, 1):
+        return f"a flag must be 0 or 1, got {value}"
     return None
 
 
@@ -438,7 +466,11 @@ def _aggregate_tasks(con, parts: Sequence[Path]) -> None:
             arg_max(memory_request, k) FILTER (memory_request IS NOT NULL) AS mem_any,
             arg_max_null(priority, k) FILTER (event_type = {SCHEDULE}) AS prio_sched,
             arg_max(priority, k) FILTER (priority IS NOT NULL) AS prio_any,
-            arg_max("user", k) FILTER ("user" IS NOT NULL) AS "user"
+            arg_max("user", k) FILTER ("user" IS NOT NULL) AS "user",
+            -- each SUBMIT's key with its different_machine in the low 2 bits: the flag of
+            -- the SUBMIT that opened the kept run is picked once that run is known
+            list(k * 4 + CASE different_machine WHEN 1 THEN {FLAG_ON} WHEN 0 THEN {FLAG_OFF}
+                 ELSE {FLAG_EMPTY} END) FILTER (event_type = {SUBMIT}) AS submit_flags
         FROM ev GROUP BY job_id, task_index""")
 
 
@@ -447,7 +479,13 @@ def _aggregate_tasks(con, parts: Sequence[Path]) -> None:
 #        the task's outcome is a later terminal (it ended while pending), if there is one.
 # U < S: the run ends at the last terminal after S (a terminal at S's microsecond sorts
 #        before an evict-resubmit-reschedule at the same instant; the last one is the end).
-TASK_SQL = f"""
+# The anti-affinity flag is the one on the last SUBMIT before S: the SUBMIT that opened the
+# run whose request and runtime the row carries (the last SUBMIT if never scheduled).
+def _task_sql(opts: Options) -> str:
+    """Per-task verdict (0 keeps the task, else a JOB_REASONS or TASK_REASONS code)."""
+    not_finished = (f"WHEN final_type <> {FINISH} THEN {TASK_NOT_FINISHED}"
+                    if opts.task_finish else "")
+    return f"""
     CREATE TABLE task AS
     WITH a AS (
         SELECT *, CASE
@@ -460,12 +498,16 @@ TASK_SQL = f"""
             WHEN sched_k IS NULL THEN term_k
             WHEN submit_k > sched_k THEN CASE WHEN term_k > run_end_k THEN term_k END
             ELSE run_end_k END AS final_k,
-            coalesce(cpu_sched, cpu_any) AS cpu, coalesce(mem_sched, mem_any) AS mem
+            coalesce(cpu_sched, cpu_any) AS cpu, coalesce(mem_sched, mem_any) AS mem,
+            (list_max(list_filter(submit_flags,
+                                  lambda x: sched_k IS NULL OR x // 4 < sched_k)) % 4
+             )::INTEGER AS open_flag
         FROM a),
     c AS (SELECT *, (final_k % 16)::INTEGER - 2 AS final_type FROM b)
     SELECT job_id, task_index, first_submit_ts, last_ts, n_submit, n_late, n_events,
         final_type, cpu, mem, coalesce(prio_sched, prio_any) AS priority, "user",
         run_end_k // 16 - sched_k // 16 AS runtime_us,
+        open_flag = {FLAG_ON} AS anti_affinity, open_flag = {FLAG_EMPTY} AS flag_empty,
         CASE
             WHEN has_ts0 THEN 1
             WHEN has_ts_after THEN 2
@@ -476,6 +518,7 @@ TASK_SQL = f"""
                  AND (sched_k IS NULL OR submit_k > sched_k) THEN 5
             WHEN final_type = {EVICT} THEN 7
             WHEN sched_k IS NULL THEN {TASK_NEVER_SCHEDULED}
+            {not_finished}
             WHEN coalesce(cpu, 0) + coalesce(mem, 0) <= 0 THEN {TASK_NO_REQUEST}
             ELSE 0 END AS code
     FROM c"""
@@ -509,13 +552,16 @@ def _job_sql(opts: Options) -> str:
         FROM j LEFT JOIN job_agg e USING (job_id)"""
 
 
-FINAL_SQL = f"""
+def _final_sql(opts: Options) -> str:
+    """The kept rows in canonical columns (anti_affinity unless ignored)."""
+    anti = ", t.anti_affinity" if opts.anti_affinity else ""
+    return f"""
     CREATE VIEW final AS
     SELECT t.job_id, t.task_index AS task_id, t.first_submit_ts / 1e6 AS submit_s,
         greatest(t.runtime_us / 1e6, {RUNTIME_FLOOR_S}) AS runtime_s,
         coalesce(t.cpu, 0) * {LARGEST_CPU} AS cpu, coalesce(t.mem, 0) * {LARGEST_MEM_GIB} AS mem_gib,
         coalesce(t."user", j.job_user, 'unknown') AS "user", j.job_name,
-        coalesce(t.priority, 0)::BIGINT AS priority
+        coalesce(t.priority, 0)::BIGINT AS priority{anti}
     FROM task t JOIN job j USING (job_id)
     WHERE j.jcode = 0 AND t.code = 0"""
 
@@ -587,9 +633,12 @@ def _count_report(con, report: LoadReport, opts: Options) -> int:
             count(*) FILTER (cpu > 1 OR mem > 1),
             count(*) FILTER (t."user" IS NULL),
             count(*) FILTER (t.priority IS NULL),
-            count(DISTINCT job_id) FILTER (no_job_events)
+            count(DISTINCT job_id) FILTER (no_job_events),
+            count(*) FILTER (anti_affinity), count(DISTINCT job_id) FILTER (anti_affinity),
+            count(*) FILTER (flag_empty)
         FROM task t JOIN job j USING (job_id) WHERE jcode = 0 AND code = 0""").fetchone()
-    n_rows, resub, fail, kill, zero, one_dim, over, no_user, no_prio, no_events = kept
+    n_rows, resub, fail, kill, zero, one_dim, over, no_user, no_prio, no_events = kept[:10]
+    flagged, flagged_jobs, flag_empty = kept[10:]
     _note(report, resub, "kept tasks were resubmitted; runtime is their last SCHEDULE->end run")
     _note(report, fail, "kept tasks ended in FAIL; runtime is last SCHEDULE->FAIL")
     _note(report, kill, "kept tasks ended in KILL; runtime is last SCHEDULE->end of that run")
@@ -606,7 +655,22 @@ def _count_report(con, report: LoadReport, opts: Options) -> int:
         report.note(f"window [{lo}, {hi}] s of trace time: whole jobs only (Stratus §4.2)")
     if opts.finish_only:
         report.note("terminal=finish: only jobs all of whose tasks FINISH")
+    if opts.task_finish:
+        report.note("terminal=task-finish: only tasks whose final event is FINISH, their jobs "
+                    "otherwise whole")
+    _anti_affinity_notes(report, opts, flagged, flagged_jobs, flag_empty)
     return int(n_rows)
+
+
+def _anti_affinity_notes(report: LoadReport, opts: Options, tasks: int, jobs: int,
+                         empty: int) -> None:
+    what = f"{int(tasks):,} kept tasks in {int(jobs):,} jobs carry different_machine"
+    if not opts.anti_affinity:
+        report.note(f"anti_affinity=ignore: the column is left out ({what})")
+        return
+    report.note(f"{what} (anti_affinity = true)")
+    _note(report, empty, "kept tasks' SUBMIT had no different_machine value; "
+                         "anti_affinity = false")
 
 
 def _note(report: LoadReport, n: int, text: str) -> None:
@@ -659,7 +723,7 @@ def convert(path: str | Path, out_parquet: str | Path, **options) -> LoadReport:
             _check_input(con, "job_agg", "job_rejects", job_parts, JOB_FIELDS)
             _run_reading(con, _aggregate_tasks, task_parts, TASK_FIELDS, "task_events")
             _check_input(con, "task_agg", "task_rejects", task_parts, TASK_FIELDS)
-            _run_derived(con, root, [TASK_SQL, _job_sql(opts), FINAL_SQL])
+            _run_derived(con, root, [_task_sql(opts), _job_sql(opts), _final_sql(opts)])
             n_rows = _count_report(con, report, opts)
             report.note(f"wrote {n_rows:,} tasks")
             _write_parquet(con, out, f"google2011:{root.name}", report)

@@ -15,6 +15,8 @@
 | estimate_s | float64 | optional: the user's runtime estimate (e.g. SWF requested) |
 | queue      | string  | optional: the queue or partition the job was submitted to  |
 | gpus       | float64 | optional: requested GPUs, >= 0 (whole GPUs on a GPU type)  |
+| anti_affinity | bool | optional: no two flagged tasks of one job on one instance    |
+|            |         | (Google 2011 different_machine; read as 0/1 or true/false) |
 
 Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's global id.
 """
@@ -42,10 +44,32 @@ REQUIRED: dict[str, str] = {
     "priority": "int64",
 }
 OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64", "queue": "string",
-                            "gpus": "float64"}
+                            "gpus": "float64", "anti_affinity": "bool"}
 COLUMNS = {**REQUIRED, **OPTIONAL}
 SORT_KEY = ["submit_s", "job_id", "task_id"]
 MAX_REPORTED_ROWS = 5
+FLAG_TRUE = frozenset({"1", "true"})
+FLAG_FALSE = frozenset({"0", "false"})
+
+
+def flag_values(values) -> tuple[np.ndarray, np.ndarray]:
+    """(flags, bad): booleans of 0/1, True/False or the text 0/1/true/false (any case), and
+    where a value is none of those (empty included)."""
+    s = pd.Series(values)
+    if pd.api.types.is_bool_dtype(s) and not s.isna().any():
+        return s.to_numpy(dtype=bool), np.zeros(len(s), dtype=bool)
+    out = np.zeros(len(s), dtype=bool)
+    bad = np.zeros(len(s), dtype=bool)
+    for i, v in enumerate(s.tolist()):
+        if isinstance(v, (bool, np.bool_)):
+            out[i] = bool(v)
+        elif isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1):
+            out[i] = v == 1
+        elif isinstance(v, str) and v.strip().lower() in FLAG_TRUE | FLAG_FALSE:
+            out[i] = v.strip().lower() in FLAG_TRUE
+        else:
+            bad[i] = True
+    return out, bad
 
 
 def _bad_rows(source: str, frame: pd.DataFrame, mask: np.ndarray, what: str) -> TraceError:
@@ -79,6 +103,12 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
             raise _bad_rows(source, frame, s.isna().to_numpy(), f"column {col!r} is empty")
         if dtype == "string":
             out[col] = s.astype(str)
+            continue
+        if dtype == "bool":
+            flags, bad = flag_values(s)
+            if bad.any():
+                raise _bad_rows(source, frame, bad, f"column {col!r} must be 0/1 or true/false")
+            out[col] = flags
             continue
         num = pd.to_numeric(s, errors="coerce")
         if num.isna().any():

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from stratus.errors import ConfigError, TraceError
-from traces.schema import LoadReport
+from traces.schema import LoadReport, flag_values
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
@@ -322,6 +322,21 @@ def strings(table: Table, column: str, *, empty_ok: bool = True, what: str = "")
             return np.array([str(int(v)) if f else "" for v, f in zip(vals, fin)], dtype=object)
     vals = s.astype(object).to_numpy()
     return np.array(["" if e else str(v).strip() for v, e in zip(vals, empty)], dtype=object)
+
+
+def flags(table: Table, column: str, report: LoadReport, what: str = "") -> np.ndarray:
+    """A 0/1 (or true/false) column as booleans; an empty cell is False, counted in a note
+    (a flag absent is no constraint); any other value is a TraceError at its line."""
+    s = table.frame[column]
+    empty = s.isna().to_numpy()
+    out, bad = flag_values(s.where(~empty, 0))
+    if bad.any():
+        i = _first(bad)
+        raise table.error(i, column, f"must be 0/1 or true/false, got {_shown(s.iloc[i])}",
+                          what)
+    if empty.any():
+        report.note(f"{int(empty.sum()):,} rows have no {what or column} value; taken as false")
+    return out
 
 
 def seconds(table: Table, column: str, mode: str, unit_s: float = 1.0,
