@@ -56,7 +56,8 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise ConfigError(f"catalog file {text}: no such file")
     if not p.is_file():
         raise ConfigError(f"catalog file {text}: not a file")
-    return _cached(p, name=p.stem, origin=text)
+    # named by its path, so a user's "m4.toml" is never taken for the built-in m4
+    return _cached(p, name=text, origin=text)
 
 
 def _cached(path: Path, name: str, origin: str | None = None) -> Catalog:
