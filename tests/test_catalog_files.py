@@ -302,3 +302,19 @@ def test_instance_type_refuses_bad_gpus():
     with pytest.raises(ConfigError, match="gpus"):
         InstanceType("x.y", 1, 1, 1, gpus=1.5)
     assert InstanceType("x.y", 1, 1, 1).gpus == 0
+
+
+def test_the_readme_examples_load_and_agree(tmp_path):
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    part = text.split("### Your own catalog", 1)[1]
+    toml = part.split("```toml\n", 1)[1].split("```", 1)[0]
+    csv = part.split("```csv\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "r.toml").write_text(toml)
+    (tmp_path / "r.csv").write_text(csv)
+    a, b = read_catalog(tmp_path / "r.toml"), read_catalog(tmp_path / "r.csv")
+    assert a.families == ["c", "m", "r"]
+    num = [(t.name, t.vcpu, t.mem_gib, t.gpus, t.ondemand_hourly, t.reserved_hourly) for t in a]
+    assert num == [(t.name, t.vcpu, t.mem_gib, t.gpus, t.ondemand_hourly, t.reserved_hourly)
+                   for t in b]
