@@ -98,6 +98,7 @@ COMMANDS = {
                     "--estimator": REPLAY_OPTS["--estimator"],
                     "--warmup-hours": REPLAY_OPTS["--warmup-hours"], "--json": st.just(None)},
     ("schedulers",): {"--json": st.just(None)},
+    ("catalogs",): {"--json": st.just(None)},
     ("traces", "convert"): {"--format": TRACE_OPTS["--format"], "-o": _paths("out"),
                             "--force": st.just(None), "--json": st.just(None)},
     ("traces", "describe"): {**TRACE_OPTS, "--plot": _paths("out"), "--force": st.just(None),
