@@ -137,10 +137,12 @@ def _csv_rows(p: Path, text: str):
             lines.append((n, line))
     if not lines:
         return meta, []
-    try:
-        parsed = [(n, next(csv.reader(io.StringIO(line), strict=True))) for n, line in lines]
-    except csv.Error as exc:
-        raise ConfigError(f"catalog file {p}: not valid CSV: {exc}") from None
+    parsed = []
+    for n, line in lines:
+        try:
+            parsed.append((n, next(csv.reader(io.StringIO(line), strict=True))))
+        except csv.Error as exc:
+            raise ConfigError(f"catalog file {p}: line {n}: not valid CSV: {exc}") from None
     (hn, header), body = parsed[0], parsed[1:]
     header = [h.strip() for h in header]
     for h in header:

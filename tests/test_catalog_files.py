@@ -127,6 +127,7 @@ MALFORMED = [
     ("zeroreserved.csv", MY_CSV.replace("0.11,0.07", "0.11,0"),
      ["line 6 (m.small)", "'reserved_hourly'", "positive"]),
     ("inf.csv", MY_CSV.replace("3.5,", "inf,"), ["line 7 (r.big)", "'ondemand_hourly'"]),
+    ("quote.csv", MY_CSV.replace("r.big,", '"r.big,'), ["line 7", "not valid CSV"]),
     ("catalog.yaml", MY_TOML, ["unknown extension '.yaml'"]),
 ]
 
