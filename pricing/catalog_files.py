@@ -235,16 +235,12 @@ def _number(v) -> float | None:
 
 
 # --- writing (a catalog as a file a user can edit; round-trips through read_catalog) ----
-def _value(t: InstanceType, f: str):
-    return getattr(t, f)
-
-
 def to_toml(cat: Catalog) -> str:
     out = [f"{k} = {_toml_str(getattr(cat, k))}" for k in FILE_KEYS if getattr(cat, k)]
     for t in cat.types:
         out += ["", "[[types]]"]
         for f in FIELDS:
-            v = _value(t, f)
+            v = getattr(t, f)
             if v is None or (f == "source" and not v):
                 continue
             out.append(f"{f} = {_toml_value(v)}")
@@ -263,7 +259,7 @@ def to_csv(cat: Catalog) -> str:
     for t in cat.types:
         row = []
         for f in FIELDS:
-            v = _value(t, f)
+            v = getattr(t, f)
             row.append("" if v is None else ("true" if v is True else "false" if v is False
                                               else repr(v) if isinstance(v, float) else v))
         w.writerow(row)
