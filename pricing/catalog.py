@@ -2,7 +2,8 @@
 
 m4 (Stratus §4.1, Fig. 3c) at 2017 us-west-2 on-demand Linux prices; m5 at
 0.096 $/h per 2 vCPU / 8 GiB, linear in size, with the 3-year reserved rate
-the waiting-policy paper uses (m5.large: $988 for 3 years, §2 of 000).
+the waiting-policy paper uses (m5.large: $988 for 3 years, §2 of 000). Other
+catalogs, built-in or the user's own, are files: see ``pricing.catalog_files``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ class InstanceType:
     family: str = ""
     reserved_hourly: float | None = None
     gpus: int = 0
+    # provenance: where the price comes from, and whether it was checked against it
+    source: str = ""
+    verified: bool = True
     capacity: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -60,7 +64,9 @@ class InstanceType:
 class Catalog:
     """An ordered set of instance types, smallest first; the types a replay may acquire."""
 
-    def __init__(self, types: Iterable[InstanceType], name: str = "custom") -> None:
+    def __init__(self, types: Iterable[InstanceType], name: str = "custom", *,
+                 region: str = "", as_of: str = "", source: str = "",
+                 origin: str = "") -> None:
         types = list(types)
         # one dimension count for the whole catalog: 3 (cpu, mem, gpu) when any type has
         # GPUs, else 2 (docs/decisions.md, "A GPU dimension")
@@ -73,6 +79,10 @@ class Catalog:
         if len(set(names)) != len(names):
             raise ConfigError(f"duplicate instance type names in catalog {name!r}")
         self.name = name
+        # metadata: where and when the prices hold, where they come from, and the
+        # built-in name or file the catalog was read from
+        self.region, self.as_of, self.source = region, as_of, source
+        self.origin = origin or name
         self.types: tuple[InstanceType, ...] = tuple(ts)
         self._by_name = {t.name: t for t in ts}
         #: the names of the resource dimensions of this catalog's vectors
@@ -110,7 +120,21 @@ class Catalog:
 
     def subset(self, names: Iterable[str]) -> Catalog:
         """The named types only, e.g. to restrict a replay to a few shapes."""
-        return Catalog([self[n] for n in names], name=f"{self.name}-subset")
+        return Catalog([self[n] for n in names], name=f"{self.name}-subset",
+                       region=self.region, as_of=self.as_of, source=self.source)
+
+    @property
+    def families(self) -> list[str]:
+        """The families, in order of first appearance (smallest type first)."""
+        return list(dict.fromkeys(t.family for t in self.types))
+
+
+M4_SOURCE = ("Stratus (SoCC 2018) §4.1 and Fig. 3c: m4 at 2017 us-west-2 Linux on-demand "
+             "prices; the same figures in the US East Linux price list of 2017-12-01 "
+             "(riceissa/computing-data-project, sql/cloud-instance-costs.sql)")
+M5_SOURCE = ("m5.large 0.096 $/h Linux on-demand (US East price list of 2017-12-01, "
+             "riceissa/computing-data-project), linear in size; 3-year reserved m5.large "
+             "$988 from the waiting-policy paper (000 §2)")
 
 
 def _m4() -> list[InstanceType]:
@@ -122,7 +146,7 @@ def _m4() -> list[InstanceType]:
         ("m4.10xlarge", 40, 160, 2.00),
         ("m4.16xlarge", 64, 256, 3.20),
     ]
-    return [InstanceType(n, c, m, p, family="m4") for n, c, m, p in rows]
+    return [InstanceType(n, c, m, p, family="m4", source=M4_SOURCE) for n, c, m, p in rows]
 
 
 M5_LARGE_HOURLY = 0.096
@@ -136,17 +160,21 @@ def _m5() -> list[InstanceType]:
         out.append(InstanceType(
             f"m5.{size}", 2 * mult, 8 * mult, round(M5_LARGE_HOURLY * mult, 6), family="m5",
             reserved_hourly=M5_LARGE_RESERVED_3Y_USD * mult / HOURS_PER_3_YEARS,
+            source=M5_SOURCE,
+            # 8xlarge and 16xlarge are not in the 2017 list (launched later): linear, unchecked
+            verified=size not in ("8xlarge", "16xlarge"),
         ))
     return out
 
 
-M4 = Catalog(_m4(), name="m4")
-M5 = Catalog(_m5(), name="m5")
+M4 = Catalog(_m4(), name="m4", region="us-west-2", as_of="2017", source=M4_SOURCE)
+M5 = Catalog(_m5(), name="m5", region="us-east-1", as_of="2017-12", source=M5_SOURCE)
+# the catalogs built in Python; the others are TOML files in pricing/data (catalog_files)
 CATALOGS = {"m4": M4, "m5": M5}
 
 
 def get_catalog(name: str) -> Catalog:
-    try:
-        return CATALOGS[name]
-    except KeyError:
-        raise ConfigError(f"unknown catalog {name!r}; known: {', '.join(CATALOGS)}") from None
+    """A built-in catalog by name, or a catalog file (.toml or .csv) by path."""
+    from pricing.catalog_files import load_catalog
+
+    return load_catalog(name)

@@ -65,7 +65,8 @@ REPLAY_OPTS = {
     "--estimator": st.sampled_from(["oracle", "history", "noisy:2", "noisy:0", "noisy:-1",
                                     "noisy:nan", "psychic", "noisy:"]),
     "--warmup-hours": _num("auto", "0", "2", "1e9"),
-    "--catalog": st.sampled_from(["m4", "m5", "zz"]),
+    "--catalog": st.sampled_from(["m4", "m5", "zz", "aws-2017-cmr", "{box}/catalog.toml",
+                                  "{box}/bad-catalog.csv", "{box}/small.swf"]),
     "--drop-oversized": st.just(None),
     "--spinup": st.sampled_from(["30,160", "0,0", "5,1", "-1,5", "nan,1", "0,1e12", "a",
                                  "1", "1,2,3"]),
@@ -97,6 +98,7 @@ COMMANDS = {
                     "--estimator": REPLAY_OPTS["--estimator"],
                     "--warmup-hours": REPLAY_OPTS["--warmup-hours"], "--json": st.just(None)},
     ("schedulers",): {"--json": st.just(None)},
+    ("catalogs",): {"--json": st.just(None)},
     ("traces", "convert"): {"--format": TRACE_OPTS["--format"], "-o": _paths("out"),
                             "--force": st.just(None), "--json": st.just(None)},
     ("traces", "describe"): {**TRACE_OPTS, "--plot": _paths("out"), "--force": st.just(None),
@@ -271,6 +273,10 @@ def box():
     (BOX / "existing.png").write_bytes(b"user's")
     (BOX / "sweep.toml").write_text(SWEEP.format(results=BOX / "out" / "res"))
     (BOX / "bad.toml").write_text("command = 'waiting'\nresults = [\n")
+    (BOX / "catalog.toml").write_text(  # a user's own 3-family catalog
+        "".join(f"[[types]]\nname = '{f}.x'\nvcpu = 64\nmem_gib = {m}\nondemand_hourly = {p}\n"
+                for f, m, p in (("c", 128, 2.7), ("m", 256, 3.2), ("r", 512, 4.3))))
+    (BOX / "bad-catalog.csv").write_text("name,vcpu,mem_gib,ondemand_hourly\nm.x,4,x,1\n")
     assert main(["sweep", str(BOX / "sweep.toml"), "--results", str(BOX / "res"),
                  "--workers", "1", "--no-progress"]) == 0
     yield BOX

@@ -12,6 +12,8 @@ import sys
 from stratus.errors import ConfigError, StratusError
 
 MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
+CATALOG_HELP = ("instance catalog: a built-in name (see `stratus catalogs`) or your own "
+                "catalog file, .toml or .csv (default: %(default)s)")
 
 
 def _number(what: str, lo: float | None = None, above: bool = False, integer: bool = False,
@@ -65,7 +67,7 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup-hours", default="auto", metavar="H|auto",
                    help="history a learning estimator trains on before the window (auto: "
                         "the window's length, 1 to 24 hours)")
-    p.add_argument("--catalog", default="m4", help="instance family: m4 (default) or m5")
+    p.add_argument("--catalog", default="m4", metavar="NAME|FILE", help=CATALOG_HELP)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs with a task larger than every instance type (reported)")
     p.add_argument("--spinup", default="30,160", help="instance spin-up range LO,HI seconds")
@@ -189,7 +191,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="share of jobs over-predicting (SWW: their wait; LJW: short as long)")
     p.add_argument("--f-under", type=float, default=0.0,
                    help="share of jobs under-predicting (SWW: wait; LJW: long as short)")
-    p.add_argument("--catalog", default="m5", help="VM family for servers and cloud (m5)")
+    p.add_argument("--catalog", default="m5", metavar="NAME|FILE",
+                   help="the VMs for servers and cloud; " + CATALOG_HELP)
     p.add_argument("--wait-predictor", default="oracle", choices=("oracle", "ml"),
                    help="SWW/compound: the oracle (simulate forward with true runtimes) or a "
                         "random forest on cluster state (paper 003 §3.2), trained on the "
@@ -202,8 +205,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="the overflow: each job on the cheapest VM that fits (the papers' "
                         "model, default), or replayed by a registered VC scheduler")
     p.add_argument("--market", default="spot", help="(--cloud SCHEDULER) spot or on-demand")
-    p.add_argument("--cloud-catalog", default="m4",
-                   help="(--cloud SCHEDULER) the VC's instance family (m4)")
+    p.add_argument("--cloud-catalog", default="m4", metavar="NAME|FILE",
+                   help="(--cloud SCHEDULER) the VC's " + CATALOG_HELP)
     p.add_argument("--warmup-hours", default="auto", metavar="H|auto",
                    help="(--cloud SCHEDULER) history a learning estimator trains on")
     p.add_argument("--json", action="store_true")
@@ -223,7 +226,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--packing", default="best-fit")
     p.add_argument("--work-conserving", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--slot", type=float, default=3600.0, help="MILP time slot, s (3600)")
-    p.add_argument("--catalog", default="m5")
+    p.add_argument("--catalog", default="m5", metavar="NAME|FILE",
+                   help="the VMs for servers and cloud; " + CATALOG_HELP)
     p.add_argument("--plot", metavar="OUT.png", help="price and wait against s (.png, .svg "
                    "or .pdf)")
     p.add_argument("--force", action="store_true", help="replace an existing --plot file")
@@ -309,6 +313,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p = sub.add_parser("schedulers", help="list the registered schedulers")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("catalogs", help="list the built-in instance catalogs; `catalogs show "
+                                        "NAME|FILE` prints one")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    cs = p.add_subparsers(dest="catalogs_cmd")
+    q = cs.add_parser("show", help="one catalog's types: a built-in name or a .toml/.csv file")
+    q.add_argument("catalog", metavar="NAME|FILE")
+    q.add_argument("--json", dest="show_json", action="store_true",
+                   help="print one JSON document on stdout")
 
     tr = sub.add_parser("traces", help="convert and characterize traces").add_subparsers(
         dest="traces_cmd", required=True)
@@ -405,11 +417,21 @@ def _inputs(args) -> list:
                        getattr(args, "input", None))
 
 
+def check_catalogs(args) -> None:
+    """Resolve (and so validate) --catalog and --cloud-catalog before any long work."""
+    from pricing.catalog import get_catalog
+
+    for attr in ("catalog", "cloud_catalog"):
+        if getattr(args, attr, None) is not None:
+            get_catalog(getattr(args, attr))
+
+
 def _check_cloud_options(args) -> None:
     """Fail on a bad cloud option before the (possibly slow) trace load."""
     from stratus.app.runs import spinup_range
     from stratus.footprint import footprint_fraction
 
+    check_catalogs(args)
     spinup_range(args.spinup)
     footprint_fraction(args.migration_footprint)
     if args.max_hours is not None and not args.max_hours > 0:
@@ -602,6 +624,7 @@ def check_waiting(args) -> None:
     from stratus.app.waiting import check_speculation, server_shape
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
+    check_catalogs(args)
     server_shape(args)
     check_speculation(args)
     PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb, args.packing,
@@ -620,10 +643,8 @@ def check_waiting(args) -> None:
             raise ConfigError(f"--train-fraction takes a fraction in (0, 1), got "
                               f"{args.train_fraction}")
     if args.cloud != "smallest-vm":
-        from pricing.catalog import get_catalog
         from stratus.app.registry import get_spec
         get_spec(args.cloud)
-        get_catalog(args.cloud_catalog)
         if args.market not in ("spot", "on-demand"):
             raise ConfigError(f"--market takes spot or on-demand, got {args.market!r}")
 
@@ -633,6 +654,7 @@ def cmd_advise(args) -> int:
     from stratus.app.waiting import advise, plot_advice, server_shape
     from stratus.waiting.pool import PoolSpec, WaitingPolicy
 
+    check_catalogs(args)
     server_shape(args)
     PoolSpec(1, args.reserved_cores, args.reserved_mem_gb, args.packing, args.scheduling,
              args.work_conserving)
@@ -728,6 +750,52 @@ def cmd_schedulers(args) -> int:
     return 0
 
 
+def cmd_catalogs(args) -> int:
+    """``stratus catalogs``: the built-in catalogs; ``catalogs show X``: one catalog."""
+    from pricing.catalog_files import builtin_names, load_catalog
+    from stratus.app.report import table
+
+    if args.catalogs_cmd == "show":
+        cat = load_catalog(args.catalog)
+        doc = _catalog_doc(cat, types=True)
+        if args.json or args.show_json:
+            print(json.dumps(doc))
+            return 0
+        head = [f"catalog {doc['name']}: {doc['types']} types, families "
+                f"{', '.join(doc['families'])}"]
+        head += [f"{k}: {doc[k]}" for k in ("region", "as_of", "source") if doc[k]]
+        print("\n".join(head))
+        print(table(("type", "family", "vcpu", "mem_gib", "gpus", "ondemand $/h",
+                     "reserved $/h", "verified"),
+                    [(t["name"], t["family"], f"{t['vcpu']:g}", f"{t['mem_gib']:g}", t["gpus"],
+                      f"{t['ondemand_hourly']:g}",
+                      "" if t["reserved_hourly"] is None else f"{t['reserved_hourly']:.6g}",
+                      "yes" if t["verified"] else "no")
+                     for t in doc["instance_types"]], align_left=2))
+        return 0
+    docs = [_catalog_doc(load_catalog(n), types=False) for n in builtin_names()]
+    if args.json:
+        print(json.dumps(docs))
+        return 0
+    print(table(("name", "types", "families", "region", "as_of"),
+                [(d["name"], d["types"], ",".join(d["families"]), d["region"], d["as_of"])
+                 for d in docs], align_left=5))
+    return 0
+
+
+def _catalog_doc(cat, types: bool) -> dict:
+    doc = {"name": cat.name, "origin": cat.origin, "types": len(cat),
+           "families": cat.families, "gpus": any(t.gpus for t in cat), "region": cat.region,
+           "as_of": cat.as_of, "source": cat.source}
+    if types:
+        doc["instance_types"] = [
+            {"name": t.name, "family": t.family, "vcpu": t.vcpu, "mem_gib": t.mem_gib,
+             "gpus": t.gpus, "ondemand_hourly": t.ondemand_hourly,
+             "reserved_hourly": t.reserved_hourly, "source": t.source or cat.source,
+             "verified": t.verified} for t in cat]
+    return doc
+
+
 def cmd_traces(args) -> int:
     return {"convert": _traces_convert, "describe": _traces_describe,
             "formats": _traces_formats}[args.traces_cmd](args)
@@ -812,7 +880,8 @@ COMMANDS = {"replay": cmd_replay, "compare": cmd_compare, "sensitivity": cmd_sen
             "estimate": cmd_estimate, "sweep": lambda a: _app("sweep").cmd_sweep(a),
             "report": lambda a: _app("report_html").cmd_report(a),
             "share": lambda a: _app("share").cmd_share(a),
-            "schedulers": cmd_schedulers, "traces": cmd_traces, "qos": cmd_qos}
+            "schedulers": cmd_schedulers, "catalogs": cmd_catalogs, "traces": cmd_traces,
+            "qos": cmd_qos}
 
 
 EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 2, 70, 130

@@ -69,8 +69,12 @@ class Cell:
 
     def identity(self, trace_hash: str, code: str) -> dict:
         t = {k: v for k, v in self.trace.items() if k != "label"}
-        return {"command": self.command, "trace": t, "trace_hash": trace_hash,
-                "options": self.options, "code": code}
+        ident = {"command": self.command, "trace": t, "trace_hash": trace_hash,
+                 "options": self.options, "code": code}
+        files = store.catalog_hashes(self.options)
+        if files:  # a user's catalog file: its content, not just its path, names the cell
+            ident["catalog_hashes"] = files
+        return ident
 
 
 def _flag(name: str) -> str:

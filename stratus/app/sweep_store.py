@@ -113,6 +113,21 @@ def trace_hash(spec: str) -> str:
     return "sha256:" + h.hexdigest()[:20]
 
 
+def catalog_hashes(options: dict) -> dict:
+    """The content hash of each catalog option that names a file (a built-in name is
+    covered by the code version)."""
+    from pricing.catalog_files import builtin_names
+
+    out = {}
+    for key, v in options.items():
+        k = key.replace("-", "_")
+        if k in ("catalog", "cloud_catalog") and str(v) not in builtin_names():
+            h = hashlib.sha256()
+            _file_digest(Path(str(v)), h)
+            out[k] = "sha256:" + h.hexdigest()[:20]
+    return out
+
+
 _CODE: list[str] = []
 # modules that read results but never make them: editing the report keeps finished rows
 _NOT_RESULTS = {"stratus/app/report_html.py", "stratus/app/figures.py", "stratus/app/paper.py"}
@@ -130,7 +145,7 @@ def code_version() -> str:
     for pkg in ("stratus", "packers", "scalers", "pricing", "traces"):
         for f in sorted((root / pkg).rglob("*")):
             rel = f.relative_to(root).as_posix()
-            if (f.is_file() and f.suffix in (".py", ".json", ".csv", ".parquet", ".gz")
+            if (f.is_file() and f.suffix in (".py", ".json", ".csv", ".parquet", ".gz", ".toml")
                     and rel not in _NOT_RESULTS and "__pycache__" not in rel):
                 h.update(rel.encode())
                 h.update(f.read_bytes())
