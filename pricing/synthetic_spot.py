@@ -29,8 +29,9 @@ follows (docs/decisions.md, "Spot prices for any catalog"): targets 1, 3 and 4 h
 type of the catalog; target 2 is a property of one family priced like m4 (six types, equal
 on-demand $/vCPU), so it is checked on such families (m4, r4), and each family's own churn
 and the whole catalog's churn are reported (``calibration``: ``families`` and
-``ordering_changes_per_day``). The footnote's "for m4 instances ... only" makes 850/day a
-floor for a larger catalog: the whole-catalog churn must reach the band's lower end.
+``ordering_changes_per_day``). A change of order inside a family is a change of the whole
+order, so a catalog holding an m4-like family churns at least as much as the band; how much
+more depends on how close the families' $/vCPU are, for which no source gives a target.
 
 Parameters are per family (``SpotModel`` keyed by family name; ``family_of``): the m4
 calibration is the default for every family without an entry. ``FAMILY_MODELS`` is empty:
