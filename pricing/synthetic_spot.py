@@ -90,7 +90,7 @@ BUNDLED_DAYS = 90  # Stratus §4.1: "a three month period starting from June 5th
 
 @dataclass(frozen=True)
 class SpotModel:
-    """Parameters of the generator (defaults calibrated to the targets in the module docstring)."""
+    """One family's parameters (defaults: m4's, calibrated to the module docstring's targets)."""
 
     ratio: float = 0.245          # geometric-mean spot/on-demand: middle of the §2.1 band
     sigma: float = 0.07           # stationary sd of log price: keeps types inside the band
