@@ -462,7 +462,9 @@ def write_compact(units: Mapping[str, tuple[np.ndarray, np.ndarray]], path: str 
     u = np.concatenate([units[n][1] for n in names]).astype(np.int64)
     if t.size and (t.min() < -(2**31) or t.max() >= 2**31 or u.min() < 0 or u.max() >= 2**31):
         raise ConfigError("compact spot format: times or prices out of int32 range")
-    codes = np.repeat(np.arange(len(names), dtype=np.int8), counts)
+    # int8 codes (the bundled file's) wrap past 127 types: a large catalog needs wider ones
+    code_type = np.int8 if len(names) <= 127 else np.int32
+    codes = np.repeat(np.arange(len(names), dtype=code_type), counts)
     table = pa.table({
         "type": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names, pa.string())),
         "t": pa.array(t.astype(np.int32)),

@@ -671,3 +671,11 @@ def test_generator_cli_takes_any_known_catalog(tmp_path, capsys):
     assert all(np.array_equal(h.series[n].prices, want[n].prices) for n in want)
     assert ss.main(["--out", str(out), "--catalog", "z9"]) == 2
     assert "unknown catalog 'z9'" in capsys.readouterr().err
+
+
+def test_compact_file_holds_more_than_127_types(tmp_path):
+    series = {f"z{i}.large": PriceSeries([0, 60], [0.01 + i / 1e4, 0.02]) for i in range(130)}
+    ss.save_spot(series, tmp_path / "many.parquet")
+    h = ss.load_spot(tmp_path / "many.parquet")
+    assert len(h.series) == 130
+    assert h.series["z129.large"].prices.tolist() == [0.0229, 0.02]
