@@ -674,7 +674,7 @@ def test_generator_cli_takes_any_known_catalog(tmp_path, capsys):
 
 
 def test_compact_file_holds_more_than_127_types(tmp_path):
-    series = {f"z{i}.large": PriceSeries([0, 60], [0.01 + i / 1e4, 0.02]) for i in range(130)}
+    series = {f"z{i}.large": PriceSeries([0, 60], [(100 + i) / 1e4, 0.02]) for i in range(130)}
     ss.save_spot(series, tmp_path / "many.parquet")
     h = ss.load_spot(tmp_path / "many.parquet")
     assert len(h.series) == 130
