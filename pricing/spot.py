@@ -462,7 +462,9 @@ def write_compact(units: Mapping[str, tuple[np.ndarray, np.ndarray]], path: str 
     u = np.concatenate([units[n][1] for n in names]).astype(np.int64)
     if t.size and (t.min() < -(2**31) or t.max() >= 2**31 or u.min() < 0 or u.max() >= 2**31):
         raise ConfigError("compact spot format: times or prices out of int32 range")
-    codes = np.repeat(np.arange(len(names), dtype=np.int8), counts)
+    # int8 codes (the bundled file's) wrap past 127 types: a large catalog needs wider ones
+    code_type = np.int8 if len(names) <= 127 else np.int32
+    codes = np.repeat(np.arange(len(names), dtype=code_type), counts)
     table = pa.table({
         "type": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names, pa.string())),
         "t": pa.array(t.astype(np.int32)),
@@ -618,14 +620,20 @@ def load_spot_history(path: str | Path, zone: str | None = None,
 
 def spot_price_book(catalog: Catalog, history: SpotHistory | Mapping[str, PriceSeries],
                     name: str = "") -> PriceBook:
-    """On-demand prices for ``catalog`` plus a spot series for every type in it."""
+    """On-demand prices for ``catalog`` plus a spot series for every type in it.
+
+    Every catalog type must have a history (else one ConfigError naming the missing types
+    and, for a loaded file, the file); types the catalog does not have are ignored."""
     series = history.series if isinstance(history, SpotHistory) else dict(history)
     missing = [t.name for t in catalog if t.name not in series]
     if missing:
-        have = ", ".join(sorted(series)) or "none"
-        raise ConfigError(f"spot price history has no prices for {', '.join(missing)} "
-                          f"(catalog {catalog.name!r}); it has: {have}. Use --market on-demand "
-                          f"with this catalog, or give --spot-prices with its types")
+        src = f"{history.report.source}: " if isinstance(history, SpotHistory) else ""
+        have = sorted(series)
+        listed = ", ".join(have[:12]) + (f" and {len(have) - 12} more" if len(have) > 12 else "")
+        raise ConfigError(f"{src}spot price history has no prices for {', '.join(missing)} "
+                          f"(catalog {catalog.name!r}); it has: {listed or 'none'}. Give a "
+                          f"history with every type of the catalog, or leave --spot-prices "
+                          f"out for the synthetic spot model")
     spot = {(t.name, SPOT): series[t.name] for t in catalog}
     return PriceBook.on_demand(catalog).with_series(spot, name=name or f"{catalog.name}-spot")
 
@@ -636,6 +644,20 @@ def bundled_history() -> SpotHistory:
     return load_spot_history(BUNDLED)
 
 
+def _bundled_covers(catalog: Catalog) -> bool:
+    """Every type is an m4 type at the price the bundled trace was generated for."""
+    return all(t.name in M4 and M4[t.name].ondemand_hourly == t.ondemand_hourly
+               for t in catalog)
+
+
 def default_spot_book(catalog: Catalog = M4) -> PriceBook:
-    """On-demand plus the bundled synthetic spot trace (m4, us-west-2a, from 2017-06-05)."""
-    return spot_price_book(catalog, bundled_history(), name=f"{catalog.name}-spot-synthetic-2017")
+    """On-demand plus synthetic spot prices (us-west-2a, from 2017-06-05, 90 days): the
+    bundled m4 trace when it covers the catalog, else the same model (same seed and span)
+    generated for the catalog's types (``pricing.synthetic_spot.synthetic_series``), whose
+    m4 types get exactly the bundled series."""
+    name = f"{catalog.name}-spot-synthetic-2017"
+    if _bundled_covers(catalog):
+        return spot_price_book(catalog, bundled_history(), name=name)
+    from pricing.synthetic_spot import synthetic_series  # it imports this module
+
+    return spot_price_book(catalog, synthetic_series(catalog), name=name)

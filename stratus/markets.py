@@ -21,8 +21,9 @@ def shifted(book: PriceBook, market: str, shift_s: float) -> PriceBook:
 
 def spot_book(catalog, path: str | None = None, zone: str | None = None,
               start_s: float = 0.0) -> PriceBook:
-    """On-demand prices plus spot series: from ``path`` (AWS history: JSON, CSV/TSV, text)
-    or the bundled synthetic m4 trace (pricing/data)."""
+    """On-demand prices plus spot series: from ``path`` (AWS history: JSON, CSV/TSV, text,
+    or the compact Parquet; it must price every catalog type) or, without one, the synthetic
+    model for the catalog's types (the bundled trace for m4; ``default_spot_book``)."""
     from pricing.spot import default_spot_book, load_spot_history, spot_price_book
 
     if path:

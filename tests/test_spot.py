@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pricing import synthetic_spot as ss
-from pricing.catalog import M4, M5
+from pricing.catalog import M4, M5, Catalog, InstanceType
 from pricing.prices import ON_DEMAND, SPOT, PriceSeries
 from pricing.spot import (
     BUNDLED,
@@ -201,15 +201,19 @@ def test_spot_price_book_adds_spot_series_and_names_missing_types():
     assert book2.price("m4.xlarge", SPOT, 0) == 0.04
 
 
-def test_default_spot_book_covers_m4_only():
+def test_default_spot_book_is_the_bundled_trace_for_m4_and_generated_for_others():
     book = default_spot_book()
     assert book.markets() == {ON_DEMAND, SPOT}
     for t in M4:
         assert book.price(t.name, ON_DEMAND, 0) == t.ondemand_hourly
         assert 0 < book.price(t.name, SPOT, 0) < t.ondemand_hourly
         assert book.next_change(t.name, SPOT, 0) < 3600
-    with pytest.raises(ConfigError, match="no prices for m5.large"):
-        default_spot_book(M5)
+        assert book.series(t.name, SPOT) is bundled_history().series[t.name]
+    m5 = default_spot_book(M5)  # not in the bundled trace: the same model, generated
+    for t in M5:
+        assert 0 < m5.price(t.name, SPOT, 0) < t.ondemand_hourly
+        assert m5.next_change(t.name, SPOT, 0) < 3600
+    assert m5.series("m5.large", SPOT) is default_spot_book(M5).series("m5.large", SPOT)
 
 
 # --- the bundled trace and the generator's calibration --------------------------------
@@ -457,3 +461,221 @@ def test_far_apart_dates_and_origins(tmp_path):
             load_spot_history(q)
     with pytest.raises(ConfigError, match="outside the years"):
         load_spot_history(p, origin=datetime(1, 1, 1, tzinfo=UTC))
+
+
+# --- any catalog: several families, prices not linear in size, GPU-like prices ---------
+
+# Approximate 2017 us-west-2 Linux on-demand $/h (test data, not a published table).
+C4 = [("c4.large", 2, 3.75, 0.10), ("c4.xlarge", 4, 7.5, 0.199), ("c4.2xlarge", 8, 15, 0.398),
+      ("c4.4xlarge", 16, 30, 0.796), ("c4.8xlarge", 36, 60, 1.591)]
+R4 = [("r4.large", 2, 15.25, 0.133), ("r4.xlarge", 4, 30.5, 0.266),
+      ("r4.2xlarge", 8, 61, 0.532), ("r4.4xlarge", 16, 122, 1.064),
+      ("r4.8xlarge", 32, 244, 2.128), ("r4.16xlarge", 64, 488, 4.256)]
+# GPU-like: high prices, one family linear in size (p3), one not (g5); illustrative figures.
+GPU = [("p3.2xlarge", 8, 61, 3.06), ("p3.8xlarge", 32, 244, 12.24),
+       ("p3.16xlarge", 64, 488, 24.48), ("g5.xlarge", 4, 16, 1.006),
+       ("g5.2xlarge", 8, 32, 1.212), ("g5.4xlarge", 16, 64, 1.624),
+       ("g5.8xlarge", 32, 128, 2.448), ("g5.12xlarge", 48, 192, 5.672),
+       ("g5.16xlarge", 64, 256, 4.096), ("g5.24xlarge", 96, 384, 8.144),
+       ("g5.48xlarge", 192, 768, 16.288)]
+
+
+def _cat(rows, name, extra=()):
+    return Catalog([InstanceType(n, c, m, p, family=n.split(".")[0]) for n, c, m, p in rows]
+                   + list(extra), name=name)
+
+
+CMR = _cat(C4 + R4, "cmr", M4)
+GPUS = _cat(GPU, "gpu")
+DAYS = 30
+
+
+@pytest.fixture(scope="module")
+def cmr_cal():
+    return ss.calibration(ss.generate_spot(CMR, DAYS, ss.BUNDLED_SEED), CMR, DAYS)
+
+
+@pytest.fixture(scope="module")
+def gpu_cal():
+    return ss.calibration(ss.generate_spot(GPUS, DAYS, ss.BUNDLED_SEED), GPUS, DAYS)
+
+
+@pytest.mark.parametrize("which", ["cmr", "gpu"])
+def test_discount_and_spikes_hold_for_every_type_of_a_multi_family_catalog(which, request):
+    cal = request.getfixturevalue(f"{which}_cal")
+    # §2.1 band for every type, and every type in it at once most of the time
+    assert all(0.2 <= r <= 0.3 for r in cal["mean_ratio"].values()), cal["mean_ratio"]
+    assert cal["all_in_band"] >= 0.75
+    assert all(f["all_in_band"] >= 0.75 for f in cal["families"].values())
+    # §3.3: about one spike per type per month, minutes to an hour
+    assert all(1 <= n <= 2 for n in cal["spikes"].values())
+    assert 0.5 <= cal["spikes_per_type_per_month"] <= 2
+    assert all(60 <= d <= 3600 for d in cal["spike_durations_s"])
+
+
+def test_ordering_churn_within_families_and_across_the_catalog(cmr_cal, gpu_cal):
+    fam = cmr_cal["families"]
+    assert list(fam) == ["c4", "m4", "r4"] and [f["types"] for f in fam.values()] == [5, 6, 6]
+    # §3.3 footnote 2 holds for each family priced like m4 (six types, equal $/vCPU)
+    for f in ("m4", "r4"):
+        assert 700 <= fam[f]["ordering_changes_per_day"] <= 1000, f
+    # c4.8xlarge is 11% cheaper per vCPU: c4 crosses less, but still hundreds of times a day
+    assert 300 <= fam["c4"]["ordering_changes_per_day"] < fam["m4"]["ordering_changes_per_day"]
+    # the whole order changes at least as often as any family's (a change inside a family
+    # is a change of the whole order): with c4's and m4's $/vCPU 0.5% apart, far more
+    assert cmr_cal["ordering_changes_per_day"] >= 3 * fam["m4"]["ordering_changes_per_day"]
+    for cal in (cmr_cal, gpu_cal):
+        whole = cal["ordering_changes"]
+        assert all(whole >= f["ordering_changes"] for f in cal["families"].values())
+    # GPU-like: p3 (3 types) and g5 (8 types, $/vCPU far apart) churn, less than m4
+    assert set(gpu_cal["families"]) == {"p3", "g5"}
+    assert all(50 <= f["ordering_changes_per_day"] < 700 for f in gpu_cal["families"].values())
+
+
+def test_gpu_prices_are_quantised_below_on_demand_between_spikes():
+    series = ss.generate_spot(GPUS, 5, 7)
+    for t in GPUS:
+        s = series[t.name]
+        assert np.array_equal(s.prices, np.rint(s.prices * 1e4) / 1e4), t.name
+        assert np.all(s.prices[1:] != s.prices[:-1]) and s.times[0] == 0
+        base = s.prices[s.prices <= t.ondemand_hourly]
+        assert base.size >= s.prices.size - 2 and base.min() > 0.1 * t.ondemand_hourly
+
+
+def test_m4_types_get_the_bundled_series_in_any_catalog():
+    gen = ss.synthetic_series(CMR)
+    h = bundled_history()
+    for t in M4:
+        assert np.array_equal(gen[t.name].times, h.series[t.name].times)
+        assert np.array_equal(gen[t.name].prices, h.series[t.name].prices)
+    # cached per contents: the same series objects, whatever the catalog is called
+    again = ss.synthetic_series(Catalog(list(CMR), name="other-name"))
+    assert all(again[n] is gen[n] for n in gen)
+
+
+def test_family_parameters_change_only_their_family():
+    base = ss.generate_units(CMR, 2, 3)
+    own = ss.generate_units(CMR, 2, 3, families={"c4": ss.SpotModel(ratio=0.28, sigma=0.05)})
+    for t in CMR:
+        same = (np.array_equal(base[t.name][0], own[t.name][0])
+                and np.array_equal(base[t.name][1], own[t.name][1]))
+        assert same == (t.family != "c4"), t.name
+    cal = ss.calibration(ss.to_series(own), CMR, 2)
+    assert all(0.26 <= cal["mean_ratio"][n] <= 0.30 for n, *_ in C4)
+    meta = ss.generator_meta(CMR, 2, 3, None, {"c4": ss.SpotModel(ratio=0.28)})
+    assert set(meta["generator"]["families"]) == {"c4"}
+    assert "families" not in ss.generator_meta(CMR, 2, 3, None)["generator"]
+    with pytest.raises(ConfigError, match="family 'r4'"):
+        ss.generate_units(CMR, 1, 3, families={"r4": ss.SpotModel(ratio=2)})
+    with pytest.raises(ConfigError, match="family 'r4' must be a SpotModel, got dict"):
+        ss.generate_units(CMR, 1, 3, families={"r4": {"ratio": 0.3}})
+
+
+def test_family_defaults_to_the_name_prefix_and_unknown_families_use_the_default():
+    t = InstanceType("x9.big", 4, 8, 0.5)
+    assert ss.family_of(t) == "x9" and ss.family_of(M4["m4.large"]) == "m4"
+    assert ss.family_models(Catalog([t]))["x9"] == ss.SpotModel()
+
+
+@st.composite
+def _catalogs(draw):
+    """Two or three families of 1-4 types, any vCPU counts, prices from cents to $30/h."""
+    types = []
+    for f in range(draw(st.integers(2, 3))):
+        for k in range(draw(st.integers(1, 4))):
+            types.append(InstanceType(f"f{f}.s{k}", draw(st.integers(1, 96)), 4.0,
+                                      draw(st.integers(100, 300_000)) / 1e4, family=f"f{f}"))
+    return Catalog(types, name="drawn")
+
+
+@settings(max_examples=25, deadline=None)
+@given(cat=_catalogs(), seed=st.integers(0, 2**31))
+def test_any_catalog_gives_quantised_per_type_series(cat, seed):
+    series = ss.generate_spot(cat, 0.5, seed)
+    for t in cat:
+        s = series[t.name]
+        assert np.array_equal(s.prices, np.rint(s.prices * 1e4) / 1e4)
+        assert np.all(np.diff(s.times) > 0) and np.all(s.prices > 0)
+    # a type's series does not depend on the others (its own stream, its family's model)
+    first = cat.types[0]
+    alone = ss.generate_spot(Catalog([first]), 0.5, seed)[first.name]
+    assert np.array_equal(alone.prices, series[first.name].prices)
+    cal = ss.calibration(series, cat, 0.5)
+    assert all(cal["ordering_changes"] >= f["ordering_changes"]
+               for f in cal["families"].values())
+
+
+# --- real histories for any type names -----------------------------------------------
+
+
+def _history_records(names, zone="us-west-2a"):
+    return [_rec(ts=f"2017-06-05T0{h}:00:00Z", price=f"{0.01 * (i + 1) + 0.001 * h:.4f}",
+                 itype=n) | {"AvailabilityZone": zone} for i, n in enumerate(names)
+            for h in range(3)]
+
+
+def test_hand_made_history_for_other_families_json_and_parquet(tmp_path):
+    cat = CMR.subset(["c4.large", "r4.xlarge", "c4.8xlarge"])
+    names = ["c4.large", "r4.xlarge", "c4.8xlarge", "x1.32xlarge"]  # one extra: ignored
+    js = _write(tmp_path, "cr.json", _json(_history_records(names)))
+    h = load_spot_history(js)
+    book = spot_price_book(cat, h)
+    assert book.price("r4.xlarge", SPOT, 3601) == pytest.approx(0.021)
+    assert not book.has("x1.32xlarge", SPOT)
+    pq = tmp_path / "cr.parquet"
+    ss.save_spot(h.series, pq)
+    book2 = spot_price_book(cat, ss.load_spot(pq))
+    for t in cat:
+        assert np.array_equal(book2.series(t.name, SPOT).prices, h.series[t.name].prices)
+    # a type of the catalog the file lacks: one error naming the file and the types
+    short = _write(tmp_path, "short.json", _json(_history_records(["c4.large"])))
+    with pytest.raises(ConfigError, match=r"short.json: spot price history has no prices for "
+                                          r"r4.xlarge, c4.8xlarge \(catalog"):
+        spot_price_book(cat, load_spot_history(short))
+
+
+def test_cli_replay_on_a_catalog_without_bundled_prices(tmp_path, capsys):
+    from stratus.app.cli import main
+
+    argv = ["replay", "--trace", "synthetic:google?scale=0.05", "--hours", "1", "--json",
+            "--catalog", "m5"]
+    # spot without --spot-prices: the synthetic model for m5, never on-demand prices
+    assert main(argv) == 0
+    spot = json.loads(capsys.readouterr().out)
+    assert spot["market"] == "spot" and spot["cost_by_market"].keys() == {"spot"}
+    assert main([*argv, "--market", "on-demand"]) == 0
+    od = json.loads(capsys.readouterr().out)
+    assert 0.2 * od["total_cost_usd"] < spot["total_cost_usd"] < 0.35 * od["total_cost_usd"]
+    # a hand-made history for m5's types (plus one the catalog lacks) ...
+    names = [t.name for t in M5]
+    full = _write(tmp_path, "m5.json", _json(_history_records([*names, "c5.9xlarge"])))
+    assert main([*argv, "--spot-prices", str(full)]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_by_market"].keys() == {"spot"}
+    # ... and one that misses two types: one line, exit 2, naming the file and the types
+    short = _write(tmp_path, "short.csv", "Timestamp,InstanceType,SpotPrice\n" + "".join(
+        f"2017-06-05T00:00:00Z,{n},0.05\n" for n in names[:-2]))
+    assert main([*argv, "--spot-prices", str(short)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{short}: spot price history has no prices for " \
+        "m5.16xlarge, m5.24xlarge (catalog 'm5')" in err
+
+
+def test_generator_cli_takes_any_known_catalog(tmp_path, capsys):
+    out = tmp_path / "m5.parquet"
+    assert ss.main(["--out", str(out), "--days", "2", "--seed", "4", "--catalog", "m5"]) == 0
+    assert "ordering changes" in capsys.readouterr().out
+    h = ss.load_spot(out)
+    assert h.types == sorted(t.name for t in M5)
+    assert h.meta["generator"]["catalog"] == "m5"
+    want = ss.generate_spot(M5, 2, 4)
+    assert all(np.array_equal(h.series[n].prices, want[n].prices) for n in want)
+    assert ss.main(["--out", str(out), "--catalog", "z9"]) == 2
+    assert "unknown catalog 'z9'" in capsys.readouterr().err
+
+
+def test_compact_file_holds_more_than_127_types(tmp_path):
+    series = {f"z{i}.large": PriceSeries([0, 60], [(100 + i) / 1e4, 0.02]) for i in range(130)}
+    ss.save_spot(series, tmp_path / "many.parquet")
+    h = ss.load_spot(tmp_path / "many.parquet")
+    assert len(h.series) == 130
+    assert h.series["z129.large"].prices.tolist() == [0.0229, 0.02]

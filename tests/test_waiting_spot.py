@@ -173,8 +173,19 @@ def test_cli_spot_speculation_bills_waste_apart(capsys):
     assert sp["cloud_cost_usd"] < od["cloud_cost_usd"]
 
 
+def test_cli_spot_speculation_on_m5_uses_the_synthetic_model(capsys):
+    # No --spot-prices and a catalog the bundled m4 trace does not cover: the synthetic
+    # model prices m5's types (it refused before the model covered any catalog).
+    argv = BASE + ["--reserved-cores", "16", "--reserved-mem-gb", "64"]
+    assert main(argv) == 0
+    od = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--speculate-market", "spot"]) == 0
+    sp = json.loads(capsys.readouterr().out)
+    assert sp["speculate_market"] == "spot" and sp["jobs_killed"] == od["jobs_killed"] > 0
+    assert sp["cloud_cost_usd"] < od["cloud_cost_usd"]
+
+
 @pytest.mark.parametrize(("extra", "what"), [
-    (["--speculate-market", "spot"], "bundled spot trace prices m4 only"),
     (["--speculate-market", "lottery"], "--speculate-market takes"),
     (["--spot-prices", "nope.json"], "--spot-prices"),
 ])

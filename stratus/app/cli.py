@@ -58,7 +58,8 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--market", default="spot",
                    help="market for acquisitions: spot (default; bid = on-demand) or on-demand")
     p.add_argument("--spot-prices", metavar="FILE",
-                   help="AWS spot price history (JSON, CSV/TSV, text); default: bundled m4 trace")
+                   help="AWS spot price history (JSON, CSV/TSV, text, Parquet); default: "
+                        "synthetic (the bundled trace for m4)")
     p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
     p.add_argument("--spot-start", type=_number("a number of seconds"), default=0.0,
                    help="seconds into the spot history that line up with trace time 0")
@@ -172,7 +173,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="(ljw-spec) the market speculative runs use; spot: the engine's bid "
                         "and revocations, a revoked run restarts")
     p.add_argument("--spot-prices", metavar="FILE",
-                   help="(spot) AWS spot price history; default: the bundled m4 trace")
+                   help="(spot) AWS spot price history; default: synthetic "
+                        "(the bundled trace for m4)")
     p.add_argument("--spot-zone", help="availability zone to take from --spot-prices")
     p.add_argument("--spot-start", type=_number("a number of seconds"), default=0.0,
                    help="seconds into the spot history that line up with trace time 0")

@@ -38,13 +38,10 @@ def server_shape(args) -> None:
 
 
 def _spot_book(args, catalog):
-    """The price book spot speculation reads: ``--spot-prices`` or the bundled m4 trace."""
+    """The price book spot speculation reads: ``--spot-prices`` or the synthetic model for
+    the catalog (the bundled trace for m4)."""
     from stratus.markets import spot_book
 
-    if not args.spot_prices and catalog.name != "m4":
-        raise ConfigError(f"--speculate-market spot: the bundled spot trace prices m4 only; "
-                          f"use --catalog m4 (with --reserved-discount) or give --spot-prices "
-                          f"with {catalog.name} types")
     try:
         return spot_book(catalog, args.spot_prices, args.spot_zone, args.spot_start)
     except ConfigError as e:

@@ -58,8 +58,8 @@ class SpotSpeculation:
         if missing:
             raise ConfigError(f"--speculate-market spot: no spot prices for "
                               f"{', '.join(missing)} in {self.book.name or 'the price book'}; "
-                              f"give --spot-prices with those types, or --catalog m4 (the "
-                              f"bundled spot trace)")
+                              f"give --spot-prices with those types, or leave it out for "
+                              f"the synthetic spot model")
 
     def revocation(self, j: int, t: float) -> float:
         """The time a spot VM for job j acquired at ``t`` is taken back (inf: never)."""
