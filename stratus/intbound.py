@@ -38,8 +38,8 @@ DEFAULT_SOLVER = "cp-sat"  # measured faster on these tiny models (docs/decision
 #: a fixed part plus a part per run segment, so the bound's share of a replay stays small
 #: on any catalog (docs/decisions.md, "The integer bound on any catalog")
 SOLVE_DET = 0.001
-BUDGET_DET = 0.002
-BUDGET_DET_PER_SEGMENT = 5e-7
+BUDGET_DET = 0.001
+BUDGET_DET_PER_SEGMENT = 3e-7
 #: how a slot's cover value was settled, best first
 EXACT, TIME_LIMITED, LP = "exact", "time-limited", "lp"
 
@@ -112,10 +112,25 @@ def relax(caps: np.ndarray, cost: np.ndarray, load: np.ndarray) -> tuple[float, 
         if good.any():
             ub = int((cost[types[good]] * xi[good]).sum(axis=1).min())
             best_ub = ub if best_ub is None else min(best_ub, ub)
-    # one type alone, in integers: covers even where float rounding lost the above
-    single = int(min(c * max(-(-int(x) // int(k)) if k else 0 for x, k in zip(load, cap))
-                     for cap, c in zip(caps, cost)))
-    return min(best_lp, float(single)), single if best_ub is None else min(best_ub, single)
+    # in integers: a cover even where float rounding lost the above
+    single = simple_cover([tuple(int(k) for k in c) for c in caps], [int(c) for c in cost],
+                          tuple(int(x) for x in load))
+    return best_lp, single if best_ub is None else min(best_ub, single)
+
+
+def simple_cover(caps, cost, load) -> int:
+    """The cheapest cover by one type alone, among types with room in every dimension the
+    load needs; without one (a GPU load, types without GPUs), one cheapest type per needed
+    dimension, summed. Every dimension the load needs has a type with room in it."""
+    need = [d for d, x in enumerate(load) if x]
+    if not need:
+        return 0
+    alone = [c * max(-(-load[d] // cap[d]) for d in need)
+             for cap, c in zip(caps, cost) if all(cap[d] for d in need)]
+    if alone:
+        return min(alone)
+    return sum(min(c * -(-load[d] // cap[d]) for cap, c in zip(caps, cost) if cap[d])
+               for d in need)
 
 
 class CoverSolver:
@@ -178,12 +193,12 @@ class CoverSolver:
             c = self.memo[key] = Cover(0, 0, EXACT)
             return c
         caps, cost = self._types(prices)
-        ub = [max(-(-x // k) if k else 0 for x, k in zip(load, cap)) for cap in caps]
-        best = min(u * k for u, k in zip(ub, cost))
+        best = simple_cover(caps, cost, load)
         fluid = 0
         for d, need in enumerate(load):
             if not need:
                 continue
+            # (types without room in d do not bound it: best * 0 <= need * k)
             if self.shortcut and all(best * cap[d] <= need * k for cap, k in zip(caps, cost)):
                 self.shortcuts += 1
                 c = self.memo[key] = Cover(best, best, EXACT)
