@@ -45,8 +45,8 @@ def bounds(segs, catalog, book, markets=(ON_DEMAND,), slot_s=60.0, solver=ib.DEF
 _init = ib.CoverSolver.__init__
 
 
-def _no_shortcut_init(self, caps, solver=ib.DEFAULT_SOLVER, shortcut=True):
-    _init(self, caps, solver, shortcut=False)
+def _no_shortcut_init(self, caps, solver=ib.DEFAULT_SOLVER, shortcut=True, **kw):
+    _init(self, caps, solver, shortcut=False, **kw)
 
 
 @pytest.mark.parametrize("solver", ib.SOLVERS)
