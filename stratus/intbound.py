@@ -8,8 +8,12 @@ over the replay's markets. That is a small covering MILP per slot,
 
     minimise  sum_j p_j x_j   s.t.  sum_j cap_jd x_j >= load_d  (every d),  x_j in Z>=0,
 
-solved exactly with OR-Tools (an optional extra: without it the bound is ``None`` and the
-reason is reported). The slot's integer rate is then combined with the fluid rate instant
+solved with OR-Tools' CP-SAT (an optional extra: without it the bound is ``None`` and the
+reason is reported) under a deterministic time limit per solve and a budget per replay;
+where a solve stops short, or the budget is spent, the slot keeps CP-SAT's proven bound or
+the LP relaxation's, both still lower bounds, and the stats say how many slots did (see
+docs/decisions.md, "The integer bound on any catalog"). A solve never touches signal
+handling. The slot's integer rate is then combined with the fluid rate instant
 by instant: the bill's rate at t is at least max(integer rate of the slot, fluid rate at t),
 so the bound is never below the fluid bound. See docs/decisions.md, "The integer lower
 bound", for why the slot's *minimum* load (not its peak) is the one every scheduler pays.
@@ -74,13 +78,22 @@ class Cover:
 
 
 @lru_cache(maxsize=64)
-def _bases(j: int, d: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """Per size s <= min(j, d): every (s types, s tight dimensions) pair, as index arrays."""
+def _bases(caps: tuple[tuple[int, ...], ...]) -> tuple[tuple[np.ndarray, ...], ...]:
+    """Per size s <= min(J, D): every (s types, s tight dimensions) pair whose capacity
+    matrix is invertible, as (types, dims, inverse, the types' capacities) arrays. They depend on the types only,
+    so a replay computes them once."""
+    c = np.array(caps, dtype=np.float64)
+    j, d = c.shape
     out = []
     for s in range(1, min(j, d) + 1):
         ts = np.array(list(combinations(range(j), s)), dtype=np.int64)
         ds = np.array(list(combinations(range(d), s)), dtype=np.int64)
-        out.append((np.repeat(ts, len(ds), axis=0), np.tile(ds, (len(ts), 1))))
+        types, dims = np.repeat(ts, len(ds), axis=0), np.tile(ds, (len(ts), 1))
+        m = c[types[:, None, :], dims[:, :, None]]  # [n, dim, type]
+        ok = np.abs(np.linalg.det(m)) > 0.5  # integer matrices: a nonzero det is >= 1
+        if ok.any():
+            out.append((types[ok], dims[ok], np.linalg.inv(m[ok]),
+                        np.array(caps, dtype=np.int64)[types[ok]]))
     return tuple(out)
 
 
@@ -94,14 +107,9 @@ def relax(caps: np.ndarray, cost: np.ndarray, load: np.ndarray) -> tuple[float, 
     outside can only lower the minimum: still a bound) and exactly, in integers, for the
     rounded covers. The single-type covers are among them, so a cover is always found."""
     best_lp, best_ub = math.inf, None
-    for types, dims in _bases(*caps.shape):
-        m = caps[types[:, None, :], dims[:, :, None]].astype(np.float64)  # [n, dim, type]
-        ok = np.abs(np.linalg.det(m)) > 0.5  # integer matrices: a nonzero det is >= 1
-        if not ok.any():
-            continue
-        types, m = types[ok], m[ok]
-        x = np.linalg.solve(m, load[dims[ok]].astype(np.float64)[..., None])[..., 0]
-        cap_t = caps[types]  # [n, s, D]
+    loadf = load.astype(np.float64)
+    for types, dims, inv, cap_t in _bases(tuple(map(tuple, caps.tolist()))):
+        x = np.einsum("nab,nb->na", inv, loadf[dims])  # cap_t: [n, s, D]
         cov = np.einsum("nsd,ns->nd", cap_t, x)
         feas = (x >= -1e-9 * (1 + np.abs(x))).all(axis=1) & \
             (cov >= load - 1e-7 * (1 + load)).all(axis=1)
@@ -112,10 +120,9 @@ def relax(caps: np.ndarray, cost: np.ndarray, load: np.ndarray) -> tuple[float, 
         if good.any():
             ub = int((cost[types[good]] * xi[good]).sum(axis=1).min())
             best_ub = ub if best_ub is None else min(best_ub, ub)
-    # in integers: a cover even where float rounding lost the above
-    single = simple_cover([tuple(int(k) for k in c) for c in caps], [int(c) for c in cost],
-                          tuple(int(x) for x in load))
-    return best_lp, single if best_ub is None else min(best_ub, single)
+    if best_ub is None:  # in integers: a cover even where float rounding lost the above
+        best_ub = simple_cover(caps.tolist(), cost.tolist(), load.tolist())
+    return best_lp, best_ub
 
 
 def simple_cover(caps, cost, load) -> int:
