@@ -343,10 +343,9 @@ def integer_lower_bound(starts: np.ndarray, ends: np.ndarray, reqs: np.ndarray,
     segment). ``stats``, if given, receives how each slot was settled and how tight the
     bound proved (see ``_stats``)."""
     markets = tuple(markets)
-    t_start = time.perf_counter()
     if starts.size == 0:
         if stats is not None:
-            stats.update(kind=EXACT, slots=0, keys=0, solves=0, seconds=0.0)
+            stats.update(kind=EXACT, slots=0, keys=0, solves=0)
         return 0.0
     dims = reqs.shape[1]
     t0, t1 = float(starts.min()), float(ends.max())
@@ -405,15 +404,15 @@ def integer_lower_bound(starts: np.ndarray, ends: np.ndarray, reqs: np.ndarray,
     piece_rate = np.maximum(np.where(busy, rate[slot], 0.0), fluid)
     if stats is not None:
         stats.update(_stats([cover.memo[q] for q in slot_key.values()], cover, solver))
-        stats.update(slots=int(has.sum()), segments=int(starts.size),
-                     seconds=round(time.perf_counter() - t_start, 3))
+        stats.update(slots=int(has.sum()), segments=int(starts.size))
     return float(np.sum(piece_rate * dt) / 3600.0)
 
 
 def _stats(slots: list[Cover], cover: CoverSolver, solver: str) -> dict:
     """How the busy slots were settled and how tight the bound proved. ``kind``: "exact"
     when every slot's cover is proven optimal, else "proven-bound" (a valid bound below the
-    best cover found in some slot). Gaps: (best cover - bound) / best cover, per slot."""
+    best cover found in some slot). Gaps: (best cover - bound) / best cover, per slot. No
+    wall-clock figures: a summary is a function of the replay (benchmarks time the bound)."""
     how = [c.how for c in slots]
     gaps = [(c.ub - c.lb) / c.ub if c.ub else 0.0 for c in slots]
     return {
@@ -424,7 +423,6 @@ def _stats(slots: list[Cover], cover: CoverSolver, solver: str) -> dict:
         "gap_max": round(max(gaps, default=0.0), 6),
         "gap_mean": round(sum(gaps) / len(gaps), 6) if gaps else 0.0,
         "keys": len(cover.memo), "solves": cover.solves, "shortcuts": cover.shortcuts,
-        "solver": solver, "solve_seconds": round(cover.solve_seconds, 3),
-        "det_used": round(cover.det_used, 4),
+        "solver": solver, "det_used": round(cover.det_used, 4),
         "det_budget": None if math.isinf(cover.budget_det) else round(cover.budget_det, 4),
     }
