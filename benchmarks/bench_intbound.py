@@ -97,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     if not GOOGLE_2011.is_dir():
         print(f"skipped: {GOOGLE_2011} is absent")
         return 0
+    from stratus.intbound import ortools_missing
+
+    why = ortools_missing()  # imports OR-Tools once, outside every timing
+    if why:
+        print(f"skipped: {why}")
+        return 0
     rows = []
     for m in a.minutes.split(","):
         trace = load(float(m))

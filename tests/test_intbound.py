@@ -323,3 +323,14 @@ def test_a_real_sigint_during_a_solve_is_not_swallowed():
             time.sleep(5)  # the signal arrived after the solve: it must still land
     finally:
         timer.cancel()
+
+
+def test_the_report_names_a_bound_that_is_not_exact():
+    from stratus.app.report import _integer_bound
+    s = {"lower_bound_integer_usd": 300.0, "total_cost_usd": 450.0,
+         "lower_bound_integer_stats": {"kind": "exact"}}
+    assert _integer_bound(s) == "300.00  (cost = 1.50 x bound)"
+    s["lower_bound_integer_stats"] = {"kind": "proven-bound", "time_limited_slots": 9,
+                                      "lp_slots": 43, "gap_max": 0.0077}
+    assert "proven-bound: 9 slots time-limited, 43 LP relaxation" in _integer_bound(s)
+    assert "0.77%" in _integer_bound(s)
