@@ -22,7 +22,6 @@ bound", for why the slot's *minimum* load (not its peak) is the one every schedu
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -148,8 +147,8 @@ class CoverSolver:
     runs the MILP on an open key for at most ``solve_det`` deterministic seconds while
     ``budget_det`` lasts, and keeps the solver's proven bound when it does not finish, or
     the LP relaxation's (rounded up to the costs' lattice) when that is higher or the
-    budget is spent. Values are $/h, rounded down
-    to 1e-9 $/h so that they never exceed the true optimum."""
+    budget is spent. Values are $/h, rounded down to 1e-9 $/h so that they never exceed
+    the true optimum."""
 
     def __init__(self, caps: np.ndarray, solver: str = DEFAULT_SOLVER,
                  shortcut: bool = True, solve_det: float = SOLVE_DET,
@@ -171,7 +170,6 @@ class CoverSolver:
         self.solves = 0
         self.shortcuts = 0  # keys settled without a solver (see settle)
         self.refined: set[tuple] = set()
-        self.solve_seconds = 0.0
 
     def key(self, load: tuple[int, ...], prices: tuple[float, ...]) -> tuple:
         return tuple(-(-x // g) for x, g in zip(load, self.unit)), prices
@@ -235,13 +233,11 @@ class CoverSolver:
         left = self.budget_det - self.det_used
         if self.solver == "scip" or left > 0:
             ubs = [max(-(-x // k) if k else 0 for x, k in zip(load, cap)) for cap in caps]
-            t0 = time.perf_counter()
             if self.solver == "cp-sat":
                 s_lo, s_hi, det = _cp_sat(load, caps, cost, ubs, min(self.solve_det, left))
                 self.det_used += det
             else:
                 s_lo = s_hi = _scip(load, caps, cost, ubs)
-            self.solve_seconds += time.perf_counter() - t0
             self.solves += 1
             lo = max(lo, self._lattice(cost, s_lo))
             hi = hi if s_hi is None else min(hi, s_hi)
