@@ -126,11 +126,12 @@ class FargateCostModel:
         # the instance bounds over the same run intervals, for reference (not Fargate's)
         run = runtime > 0
         s, e, reqs = submit[run], end[run], units[run]
+        int_stats: dict = {}
         if s.size:
             rho_t, rho = cheapest_unit_prices(cfg.prices, cfg.catalog, markets, s.min(), e.max())
             lower = fluid_lower_bound(s, e, reqs, rho_t, rho)
             lower_int, note = integer_bound(s, e, reqs, cfg.prices, cfg.catalog, markets,
-                                            cfg.tick_s, rho_t, rho)
+                                            cfg.tick_s, rho_t, rho, int_stats)
         else:
             lower, lower_int, note = 0.0, 0.0, None
 
@@ -154,6 +155,7 @@ class FargateCostModel:
             "total_cost_usd": _r(total),
             "lower_bound_cost_usd": _r(lower),
             "lower_bound_integer_usd": _r(lower_int),
+            "lower_bound_integer_stats": int_stats or None,
             "instance_hours": None,
             "utilization": {**{d: _r(v, 4) for d, v in util.items()},
                             "constraining": _r(max(finite.values()), 4) if finite else None,

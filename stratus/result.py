@@ -75,9 +75,10 @@ class ReplayResult:
         t1 = max(e.seg_end, default=0.0)
         rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets, t0, t1)
         lower = fluid_lower_bound(seg_start, seg_end, reqs, rho_t, rho)
+        int_stats: dict = {}
         lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, e.prices,
                                                   e.cfg.catalog, e.markets, e.cfg.tick_s,
-                                                  rho_t, rho)
+                                                  rho_t, rho, int_stats)
 
         # resource-time of tasks making progress (run segments), per dimension
         run_len = seg_end - seg_start
@@ -93,6 +94,7 @@ class ReplayResult:
             "total_cost_usd": _r(total_cost),
             "lower_bound_cost_usd": _r(lower),
             "lower_bound_integer_usd": _r(lower_int),
+            "lower_bound_integer_stats": int_stats or None,
             "instance_hours": _r(inst_seconds / 3600.0, 4),
             "utilization": {**{d: _r(v, 4) for d, v in util.items()},
                             "constraining": _r(constraining, 4),
@@ -193,8 +195,8 @@ def _count(names) -> dict[str, int]:
     return out
 
 
-def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, rho
-                  ) -> tuple[float | None, str | None]:
+def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, rho,
+                  stats: dict | None = None) -> tuple[float | None, str | None]:
     """The integer lower bound (stratus.intbound), or None and why: OR-Tools is an optional
     extra, and a replay must not fail for want of it."""
     from stratus.intbound import integer_lower_bound, ortools_missing
@@ -204,7 +206,7 @@ def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, r
         return None, why
     try:
         return integer_lower_bound(starts, ends, reqs, prices, catalog, markets, slot_s,
-                                   rho_t, rho), None
+                                   rho_t, rho, stats=stats), None
     except RuntimeError as exc:  # a solver that did not prove optimality
         return None, f"integer bound not computed: {exc}"
 

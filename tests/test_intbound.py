@@ -3,6 +3,9 @@ and its fallback when OR-Tools is missing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import make_trace
@@ -42,8 +45,8 @@ def bounds(segs, catalog, book, markets=(ON_DEMAND,), slot_s=60.0, solver=ib.DEF
 _init = ib.CoverSolver.__init__
 
 
-def _no_shortcut_init(self, caps, solver=ib.DEFAULT_SOLVER, shortcut=True):
-    _init(self, caps, solver, shortcut=False)
+def _no_shortcut_init(self, caps, solver=ib.DEFAULT_SOLVER, shortcut=True, **kw):
+    _init(self, caps, solver, shortcut=False, **kw)
 
 
 @pytest.mark.parametrize("solver", ib.SOLVERS)
@@ -154,3 +157,180 @@ def check_bound(res):
 def test_no_scheduler_pays_less_than_the_integer_bound(name, trace, conf, market):
     res = Engine(trace, make_scheduler(name), ReplayConfig(market=market, **conf)).run()
     check_bound(res)
+
+
+# --- a bound that scales with the catalog: time-limited solves, LP fallback, stats, signals
+
+# c4, m4 and r4 at approximate 2017 us-west-2 on-demand $/h (benchmarks/bench_intbound.py)
+CMR = Catalog([*M4, *(InstanceType(n, c, m, p) for n, c, m, p in [
+    ("c4.large", 2, 3.75, 0.10), ("c4.xlarge", 4, 7.5, 0.199), ("c4.2xlarge", 8, 15, 0.398),
+    ("c4.4xlarge", 16, 30, 0.796), ("c4.8xlarge", 36, 60, 1.591),
+    ("r4.large", 2, 15.25, 0.133), ("r4.xlarge", 4, 30.5, 0.266), ("r4.2xlarge", 8, 61, 0.532),
+    ("r4.4xlarge", 16, 122, 1.064), ("r4.8xlarge", 32, 244, 2.128),
+    ("r4.16xlarge", 64, 488, 4.256)])])
+CMR_CAPS = np.array([t.capacity for t in CMR])
+CMR_PRICES = tuple(t.ondemand_hourly for t in CMR)
+#: a slot of the real Google window (first 15 minutes, Stratus, on-demand) that CP-SAT does
+#: not close in seconds: 804 vCPU, ~4,175 GiB
+HARD_LOAD = (402 * 2000, 16701 * 256)
+
+
+def brute(caps, cost, load):
+    """The cheapest integer cover by exhaustive recursion (small loads only)."""
+    from functools import cache
+
+    @cache
+    def f(rest):
+        if not any(rest):
+            return 0
+        return min(c + f(tuple(max(0, r - k) for r, k in zip(rest, cap)))
+                   for cap, c in zip(caps, cost) if any(k and r for r, k in zip(rest, cap)))
+    return f(tuple(load))
+
+
+small_keys = st.integers(1, 4).flatmap(lambda j: st.tuples(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)).filter(any), min_size=j,
+             max_size=j).filter(lambda cs: all(any(c[d] for c in cs) for d in (0, 1))),
+    st.lists(st.integers(1, 1000), min_size=j, max_size=j),
+    st.tuples(st.integers(0, 14), st.integers(0, 14))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_keys, st.sampled_from([0.0, 1e-7, 1e-4, ib.SOLVE_DET]), st.booleans())
+def test_time_limited_and_lp_bounds_stay_below_the_optimum(key, solve_det, budget):
+    caps, cost, load = key
+    opt = brute(caps, cost, load)
+    prices = tuple(c / ib.PRICE_SCALE for c in cost)
+    cs = ib.CoverSolver(np.array(caps), solve_det=solve_det, budget_det=1.0 if budget else 0.0)
+    k = cs.key(load, prices)
+    first = cs.settle(k)
+    c = cs.refine(k)
+    assert c.lb <= opt <= c.ub  # a bound, and a real cover above it
+    assert first.lb <= c.lb and c.ub <= first.ub  # refining only tightens
+    assert (c.how == ib.EXACT) == (c.lb == c.ub)
+    # never below the LP relaxation (and so the fluid rate), up to the 1e-9 float margin
+    if any(load):
+        lp, _ = ib.relax(np.array(caps), np.array(cost), np.array(load))
+        assert c.lb >= lp * (1 - 1e-9) - 1
+    if not budget:
+        assert cs.solves == 0 and c.how in (ib.EXACT, ib.LP)
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_keys)
+def test_relax_is_the_lp_relaxation(key):
+    from ortools.linear_solver import pywraplp
+
+    caps, cost, load = key
+    lp, cover = ib.relax(np.array(caps), np.array(cost), np.array(load))
+    s = pywraplp.Solver.CreateSolver("GLOP")
+    xs = [s.NumVar(0, s.infinity(), f"x{j}") for j in range(len(caps))]
+    for d in (0, 1):
+        s.Add(sum(cap[d] * x for cap, x in zip(caps, xs)) >= load[d])
+    s.Minimize(sum(c * x for c, x in zip(cost, xs)))
+    assert s.Solve() == pywraplp.Solver.OPTIMAL
+    assert lp == pytest.approx(s.Objective().Value(), rel=1e-7, abs=1e-6)
+    assert brute(caps, cost, load) <= cover
+
+
+def cmr_bound(segs, budget_det, stats):
+    starts = np.array([s for s, _, _ in segs], dtype=float)
+    ends = np.array([e for _, e, _ in segs], dtype=float)
+    reqs = np.array([r for _, _, r in segs], dtype=np.int64)
+    book = PriceBook.on_demand(CMR)
+    rt, rho = cheapest_unit_prices(book, CMR, (ON_DEMAND,), starts.min(), ends.max())
+    fluid = fluid_lower_bound(starts, ends, reqs, rt, rho)
+    return fluid, ib.integer_lower_bound(starts, ends, reqs, book, CMR, (ON_DEMAND,), 60.0,
+                                         rt, rho, stats=stats, budget_det=budget_det)
+
+
+def test_budget_degrades_to_the_lp_and_the_stats_say_so():
+    # six slots: a hard load for three minutes, then small ones the solver closes at once
+    segs = [(0.0, 180.0, HARD_LOAD), (180.0, 240.0, to_units(3, 1)),
+            (240.0, 300.0, to_units(1, 20)), (300.0, 360.0, to_units(5, 70))]
+    got = {}
+    for budget in (0.0, 0.003, 0.05):
+        stats = {}
+        fluid, lo = cmr_bound(segs, budget, stats)
+        got[budget] = lo
+        assert lo >= fluid
+        assert stats["slots"] == 6 == (stats["proven_optimal_slots"] +
+                                       stats["time_limited_slots"] + stats["lp_slots"])
+        assert stats["det_used"] <= budget + ib.SOLVE_DET + 1e-3
+        assert 0 <= stats["gap_mean"] <= stats["gap_max"] < 1
+        assert stats["kind"] == ("exact" if stats["proven_optimal_slots"] == 6 else
+                                 "proven-bound")
+    assert got[0.0] <= got[0.003] <= got[0.05]
+    # with no budget every open slot is the LP's; with some, the small slots are exact and
+    # the hard one stops at its time limit with CP-SAT's proven bound
+    stats = {}
+    cmr_bound(segs, 0.05, stats)
+    assert stats["lp_slots"] == 0 and stats["time_limited_slots"] == 3
+    assert stats["proven_optimal_slots"] == 3 and stats["gap_max"] > 0
+
+
+def test_a_replay_reports_its_bound_kind():
+    res = replay(make_trace([(1, 0, 0.0, 100.0, 1.0, 2.0)]), "task-per-instance",
+                 ReplayConfig(spinup_s=(0.0, 0.0)))
+    st_ = res["lower_bound_integer_stats"]
+    assert st_["kind"] == "exact" and st_["proven_optimal_slots"] == st_["slots"] == 2
+    assert st_["time_limited_slots"] == st_["lp_slots"] == 0
+
+
+def sigint_state():
+    import signal
+    with open("/proc/self/status") as fh:
+        cgt = int(next(x for x in fh if x.startswith("SigCgt:")).split()[1], 16)
+    return bool(cgt >> (signal.SIGINT - 1) & 1), signal.getsignal(signal.SIGINT)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_a_replay_leaves_sigint_handling_as_it_found_it(capsys):
+    from stratus.app.cli import main
+    before = sigint_state()
+    assert before[0]  # Python's own handler is installed
+    # spot prices: keys the shortcut cannot settle, so CP-SAT runs
+    assert main(["replay", "--trace", "synthetic:google?scale=0.002", "--hours", "1",
+                 "--seed", "1", "--market", "spot", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lower_bound_integer_stats"]["solves"] > 0
+    assert sigint_state() == before
+
+
+def test_an_interrupt_during_a_solve_propagates(monkeypatch):
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ib, "_cp_sat", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cmr_bound([(0.0, 60.0, HARD_LOAD)], 1.0, {})
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_a_real_sigint_during_a_solve_is_not_swallowed():
+    import os
+    import signal
+    import threading
+    import time
+
+    import ortools.sat.python.cp_model  # noqa: F401  (imported before the signal can land)
+    cs = ib.CoverSolver(CMR_CAPS, solve_det=0.05, budget_det=1.0)
+    key = cs.key(HARD_LOAD, CMR_PRICES)
+    timer = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cs.refine(key)
+            time.sleep(5)  # the signal arrived after the solve: it must still land
+    finally:
+        timer.cancel()
+
+
+def test_the_report_names_a_bound_that_is_not_exact():
+    from stratus.app.report import _integer_bound
+    s = {"lower_bound_integer_usd": 300.0, "total_cost_usd": 450.0,
+         "lower_bound_integer_stats": {"kind": "exact"}}
+    assert _integer_bound(s) == "300.00  (cost = 1.50 x bound)"
+    s["lower_bound_integer_stats"] = {"kind": "proven-bound", "time_limited_slots": 9,
+                                      "lp_slots": 43, "gap_max": 0.0077}
+    assert "proven-bound: 9 slots time-limited, 43 LP relaxation" in _integer_bound(s)
+    assert "0.77%" in _integer_bound(s)

@@ -29,7 +29,11 @@ def _integer_bound(s: dict) -> str:
     lo = s.get("lower_bound_integer_usd")
     if lo is None:
         return "- (" + s.get("lower_bound_integer_note", "not computed") + ")"
-    return f"{lo:,.2f}" + (f"  (cost = {s['total_cost_usd'] / lo:.2f} x bound)" if lo else "")
+    st = s.get("lower_bound_integer_stats") or {}
+    how = "" if st.get("kind", "exact") == "exact" else (
+        f"  [{st['kind']}: {st['time_limited_slots']} slots time-limited, {st['lp_slots']} "
+        f"LP relaxation; best cover found <= {st['gap_max']:.2%} above]")
+    return f"{lo:,.2f}" + (f"  (cost = {s['total_cost_usd'] / lo:.2f} x bound)" if lo else "") + how
 
 
 def _f3(v) -> str:
