@@ -171,10 +171,3 @@ M4 = Catalog(_m4(), name="m4", region="us-west-2", as_of="2017", source=M4_SOURC
 M5 = Catalog(_m5(), name="m5", region="us-east-1", as_of="2017-12", source=M5_SOURCE)
 # the catalogs built in Python; the others are TOML files in pricing/data (catalog_files)
 CATALOGS = {"m4": M4, "m5": M5}
-
-
-def get_catalog(name: str) -> Catalog:
-    """A built-in catalog by name, or a catalog file (.toml or .csv) by path."""
-    from pricing.catalog_files import load_catalog
-
-    return load_catalog(name)

@@ -276,3 +276,7 @@ def _toml_value(v) -> str:
     if isinstance(v, (int, float)):
         return repr(v)
     return _toml_str(str(v))
+
+
+#: the name the rest of the project uses: a built-in catalog or a catalog file
+get_catalog = load_catalog

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pricing.catalog import M4, Catalog
+from pricing.catalog import Catalog
 from pricing.prices import SPOT, PriceBook, PriceSeries
 from stratus.errors import ConfigError, TraceError
 from traces.schema import LoadReport
@@ -642,22 +642,3 @@ def spot_price_book(catalog: Catalog, history: SpotHistory | Mapping[str, PriceS
 def bundled_history() -> SpotHistory:
     """The bundled synthetic m4 trace (``pricing/data``), read once per process."""
     return load_spot_history(BUNDLED)
-
-
-def _bundled_covers(catalog: Catalog) -> bool:
-    """Every type is an m4 type at the price the bundled trace was generated for."""
-    return all(t.name in M4 and M4[t.name].ondemand_hourly == t.ondemand_hourly
-               for t in catalog)
-
-
-def default_spot_book(catalog: Catalog = M4) -> PriceBook:
-    """On-demand plus synthetic spot prices (us-west-2a, from 2017-06-05, 90 days): the
-    bundled m4 trace when it covers the catalog, else the same model (same seed and span)
-    generated for the catalog's types (``pricing.synthetic_spot.synthetic_series``), whose
-    m4 types get exactly the bundled series."""
-    name = f"{catalog.name}-spot-synthetic-2017"
-    if _bundled_covers(catalog):
-        return spot_price_book(catalog, bundled_history(), name=name)
-    from pricing.synthetic_spot import synthetic_series  # it imports this module
-
-    return spot_price_book(catalog, synthetic_series(catalog), name=name)

@@ -66,14 +66,16 @@ from pathlib import Path
 
 import numpy as np
 
-from pricing import catalog as catalogs
 from pricing.catalog import M4, Catalog, InstanceType
-from pricing.prices import PriceSeries
+from pricing.catalog_files import load_catalog
+from pricing.prices import PriceBook, PriceSeries
 from pricing.spot import (
     DEFAULT_PRODUCT,
     UNITS_PER_USD,
     SpotHistory,
+    bundled_history,
     load_spot_history,
+    spot_price_book,
     write_aws,
     write_compact,
 )
@@ -478,9 +480,25 @@ def _summary(cal: dict) -> str:
     return "\n".join(lines)
 
 
+def _bundled_covers(catalog: Catalog) -> bool:
+    """Every type is an m4 type at the price the bundled trace was generated for."""
+    return all(t.name in M4 and M4[t.name].ondemand_hourly == t.ondemand_hourly
+               for t in catalog)
+
+
+def default_spot_book(catalog: Catalog = M4) -> PriceBook:
+    """On-demand plus synthetic spot prices (us-west-2a, from 2017-06-05, 90 days): the
+    bundled m4 trace when it covers the catalog, else the same model (same seed and span)
+    generated for the catalog's types (``pricing.synthetic_spot.synthetic_series``), whose
+    m4 types get exactly the bundled series."""
+    name = f"{catalog.name}-spot-synthetic-2017"
+    if _bundled_covers(catalog):
+        return spot_price_book(catalog, bundled_history(), name=name)
+    return spot_price_book(catalog, synthetic_series(catalog), name=name)
+
+
 def _get_catalog(name: str) -> Catalog:
-    # A catalog file or a built-in name once pricing.catalog can load files; a name until then.
-    return getattr(catalogs, "load_catalog", catalogs.get_catalog)(name)
+    return load_catalog(name)
 
 
 def main(argv: list[str] | None = None) -> int:

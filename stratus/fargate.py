@@ -178,6 +178,7 @@ class FargateCostModel:
             "tasks_revoked": 0,
             "cost_by_type": {"fargate": _r(total)},
             "cost_by_market": {"fargate": _r(total)},
+            "usage_by_family": {},  # no instances: Fargate bills tasks
             "jobs": nj,
             "market": "fargate",
             "estimator": None,

@@ -24,7 +24,8 @@ def spot_book(catalog, path: str | None = None, zone: str | None = None,
     """On-demand prices plus spot series: from ``path`` (AWS history: JSON, CSV/TSV, text,
     or the compact Parquet; it must price every catalog type) or, without one, the synthetic
     model for the catalog's types (the bundled trace for m4; ``default_spot_book``)."""
-    from pricing.spot import default_spot_book, load_spot_history, spot_price_book
+    from pricing.spot import load_spot_history, spot_price_book
+    from pricing.synthetic_spot import default_spot_book
 
     if path:
         book = spot_price_book(catalog, load_spot_history(path, zone=zone))

@@ -10,8 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pricing.catalog import M4, Catalog, InstanceType, get_catalog
-from pricing.catalog_files import builtin_names, load_catalog, read_catalog, to_csv, to_toml
+from pricing.catalog import M4, Catalog, InstanceType
+from pricing.catalog_files import (
+    builtin_names,
+    get_catalog,
+    load_catalog,
+    read_catalog,
+    to_csv,
+    to_toml,
+)
 from stratus.app import sweep_store
 from stratus.app.cli import main
 from stratus.errors import ConfigError

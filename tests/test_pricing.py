@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from pricing.catalog import M4, M5, Catalog, InstanceType, get_catalog
+from pricing.catalog import M4, M5, Catalog, InstanceType
+from pricing.catalog_files import get_catalog
 from pricing.prices import ON_DEMAND, RESERVED, PriceBook, PriceSeries
 from stratus.errors import ConfigError
 

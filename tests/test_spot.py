@@ -20,12 +20,12 @@ from pricing.spot import (
     BUNDLED,
     SpotHistory,
     bundled_history,
-    default_spot_book,
     load_spot_history,
     read_compact_table,
     spot_price_book,
     write_aws,
 )
+from pricing.synthetic_spot import default_spot_book
 from stratus.errors import ConfigError, TraceError
 
 FIX = Path(__file__).parent / "fixtures" / "spot"

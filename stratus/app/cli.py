@@ -402,7 +402,7 @@ def _report_load(trace) -> None:
 
 
 def _fitted(sess: _Session):
-    from pricing.catalog import get_catalog
+    from pricing.catalog_files import get_catalog
     from traces.schema import fit_to_catalog
 
     trace = fit_to_catalog(sess.trace, get_catalog(sess.args.catalog), sess.args.drop_oversized)
@@ -421,7 +421,7 @@ def _inputs(args) -> list:
 
 def check_catalogs(args) -> None:
     """Resolve (and so validate) --catalog and --cloud-catalog before any long work."""
-    from pricing.catalog import get_catalog
+    from pricing.catalog_files import get_catalog
 
     for attr in ("catalog", "cloud_catalog"):
         if getattr(args, attr, None) is not None:

@@ -38,7 +38,7 @@ def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
     """Replay ``trace`` under scheduler ``spec`` with the cloud options in ``args``.
     ``history()`` gives the warm-up trace (or None), ``warmup_h`` hours of it; it is called
     only for an estimator that learns, so a replay that needs none never loads it."""
-    from pricing.catalog import get_catalog
+    from pricing.catalog_files import get_catalog
     from stratus.app.registry import make_estimator
     from stratus.engine import Engine, ReplayConfig
     from stratus.faults import parse_faults

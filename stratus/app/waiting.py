@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from pricing.catalog import get_catalog
+from pricing.catalog_files import get_catalog
 from stratus.errors import ConfigError
 from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize

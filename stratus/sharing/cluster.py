@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pricing.catalog import get_catalog
+from pricing.catalog_files import get_catalog
 from stratus.errors import ConfigError
 from stratus.waiting.bill import smallest_vm_costs
 from stratus.waiting.pool import PoolRun, PoolSpec, WaitingPolicy, simulate, steady_mask
