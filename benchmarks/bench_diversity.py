@@ -55,7 +55,10 @@ def run(args, cell: tuple[str, str, str, str, str]) -> str:
         cmd += ["--format", fmt]
     tmp = out.with_suffix(".tmp")
     with open(tmp, "w") as fh:
-        subprocess.run(cmd, stdout=fh, check=True)
+        code = subprocess.run(cmd, stdout=fh).returncode
+    if code != 0:  # one failed cell is reported; the others still run
+        tmp.unlink()
+        return f"{out.name}: failed with exit {code}"
     tmp.rename(out)
     return f"{out.name}: done"
 
