@@ -1,0 +1,33 @@
+"""Stratus: cost-aware scheduling of batch jobs on cloud virtual clusters.
+
+The Python API (every function's keyword arguments are its command's options)::
+
+    import stratus
+    trace = stratus.load_trace("tests/data/google2011-excerpt", format="google2011")
+    cmp = stratus.compare(trace, schedulers=["stratus", "hotspot"], seed=1)
+    cmp.table, cmp.plot()
+
+Names are loaded on first use, so ``import stratus.engine`` stays as light as it was.
+"""
+
+from __future__ import annotations
+
+__all__ = ["load_trace", "synthetic", "load_catalog", "catalogs", "schedulers", "replay",
+           "compare", "sensitivity", "estimate", "analyze", "advise", "sweep", "report",
+           "convert", "describe", "Comparison"]
+
+
+def __getattr__(name: str):
+    if name == "waiting":  # ``import stratus`` then ``stratus.waiting.simulate(...)``
+        import stratus.waiting as waiting
+
+        return waiting
+    if name in __all__:
+        from stratus.app import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'stratus' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -41,6 +41,27 @@ class ReplayResult:
     def __getitem__(self, key: str):
         return self.summary[key]
 
+    def to_parquet(self, directory) -> list:
+        """``instances.parquet``, ``tasks.parquet`` and ``jobs.parquet`` into ``directory``
+        (created if need be), each written under a temporary name and renamed."""
+        import os
+        from pathlib import Path
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name, frame in (("instances", self.instances), ("tasks", self.tasks),
+                            ("jobs", self.jobs)):
+            path = d / f"{name}.parquet"
+            tmp = d / f".{name}.parquet.{os.getpid()}.tmp"
+            try:
+                frame.to_parquet(tmp)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+            out.append(path)
+        return out
+
     @classmethod
     def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
         names = e.cfg.catalog.dims  # (cpu, mem), or (cpu, mem, gpu) on a GPU catalog

@@ -103,12 +103,12 @@ def test_negative_warmup_hours_are_refused(capsys, hours):
 
 
 def test_compare_names_every_scheduler_before_any_replay(capsys, monkeypatch):
-    import stratus.app.cli as cli
+    import stratus.app.session as cli_session
 
     def no_load(*a, **k):
         raise AssertionError("loaded the trace before validating --schedulers")
 
-    monkeypatch.setattr(cli, "_Session", no_load)
+    monkeypatch.setattr(cli_session, "Session", no_load)
     code, out, err = run_cli(capsys, "compare", "--trace", "synthetic:google", "--schedulers",
                              "stratus,nosuch", "--json")
     assert_one_line_error(code, out, err, "unknown scheduler 'nosuch'")
@@ -177,12 +177,12 @@ def test_max_hours_guard_stops_a_replay_with_a_result(capsys):
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if a command gets as far as loading its trace."""
-    import stratus.app.cli as cli
+    import stratus.app.session as cli_session
 
     def loaded(*a, **k):
         raise AssertionError("the trace was loaded before the output path was checked")
 
-    monkeypatch.setattr(cli, "_Session", loaded)
+    monkeypatch.setattr(cli_session, "Session", loaded)
 
 
 @pytest.mark.parametrize("argv, needle", [

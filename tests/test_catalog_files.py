@@ -269,12 +269,13 @@ def test_a_sweep_cell_naming_a_catalog_file_is_keyed_by_its_content(mine):
     mine[0].write_text(MY_TOML.replace("0.09", "0.08"))
     h2 = sweep_store.catalog_hashes({"catalog": toml})
     assert set(h1) == {"catalog"} and h1 != h2
-    from stratus.app.sweep import Cell
+    from stratus.app.spec import ReplaySpec
+    from stratus.app.sweep import identity
 
-    cell = Cell("replay", {"spec": "synthetic:mms"}, {"catalog": toml})
-    k2 = sweep_store.cell_key(cell.identity("spec:x", "code"))
+    spec = ReplaySpec(trace="synthetic:mms", catalog=toml)
+    k2 = sweep_store.cell_key(identity(spec, "code"))
     mine[0].write_text(MY_TOML)
-    assert sweep_store.cell_key(cell.identity("spec:x", "code")) != k2
+    assert sweep_store.cell_key(identity(spec, "code")) != k2
 
 
 # --- round trip: any valid catalog written as TOML and as CSV reads back the same ---------

@@ -246,12 +246,12 @@ def test_good_fault_specs():
 @pytest.mark.parametrize("cmd", [["replay"], ["compare", "--schedulers", "stratus"],
                                  ["sensitivity"]])
 def test_the_cli_refuses_a_bad_fault_spec_before_loading_the_trace(capsys, monkeypatch, cmd):
-    import stratus.app.cli as cli
+    import stratus.app.session as cli_session
 
     def loaded(*a, **k):
         raise AssertionError("the trace was loaded before --faults was checked")
 
-    monkeypatch.setattr(cli, "_Session", loaded)
+    monkeypatch.setattr(cli_session, "Session", loaded)
     code = main([*cmd, "--trace", "synthetic:google", "--faults", "ice:2"])
     out = capsys.readouterr()
     assert code == 2 and out.out == "" and out.err.count("\n") == 1

@@ -25,12 +25,12 @@ def test_describe_plots_in_the_format_of_the_extension(tmp_path, capsys, name, f
 
 @pytest.fixture
 def no_work(monkeypatch):
-    import stratus.app.cli as cli
+    import stratus.app.session as cli_session
 
     def loaded(*a, **k):
         raise AssertionError("the trace was loaded before the plot name was checked")
 
-    monkeypatch.setattr(cli, "_Session", loaded)
+    monkeypatch.setattr(cli_session, "Session", loaded)
 
 
 @pytest.mark.parametrize("cmd", [["traces", "describe", str(SWF)],

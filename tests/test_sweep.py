@@ -76,19 +76,19 @@ def test_sweep_runs_every_cell_once_then_skips_them(tmp_path, capsys):
 
 
 def test_keys_follow_configuration_trace_content_and_code(tmp_path):
-    from stratus.app.sweep import load_config
+    from stratus.app.sweep import identity, load_config
 
     (tmp_path / "t.swf").write_text("1 0 0 100 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n")
     text = WAITING.replace("synthetic:mms?hours=2&cpu=1&mem=4", str(tmp_path / "t.swf"))
     plan = load_config(str(_write(tmp_path, text)))
     c = plan.cells[0]
-    a = store.cell_key(c.identity(store.trace_hash(c.trace["spec"]), "code1"))
-    assert a == store.cell_key(c.identity(store.trace_hash(c.trace["spec"]), "code1"))
-    assert a != store.cell_key(c.identity(store.trace_hash(c.trace["spec"]), "code2"))
+    a = store.cell_key(identity(c.spec, "code1"))
+    assert a == store.cell_key(identity(c.spec, "code1"))
+    assert a != store.cell_key(identity(c.spec, "code2"))
     (tmp_path / "t.swf").write_text("1 0 0 200 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n")
-    assert a != store.cell_key(c.identity(store.trace_hash(c.trace["spec"]), "code1"))
-    h = store.trace_hash(c.trace["spec"])  # every cell of the grid has its own key
-    assert len({store.cell_key(x.identity(h, "code1")) for x in plan.cells}) == len(plan.cells)
+    assert a != store.cell_key(identity(c.spec, "code1"))
+    # every cell of the grid has its own key
+    assert len({store.cell_key(identity(x.spec, "code1")) for x in plan.cells}) == len(plan.cells)
 
 
 @pytest.mark.parametrize("text, needle", [

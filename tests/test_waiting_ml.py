@@ -86,9 +86,8 @@ def test_the_aggregation_round_adds_states_the_oracle_never_reached(monkeypatch)
     sub = np.cumsum(rng.exponential(25.0, n))
     rt = rng.exponential(600.0, n)
     cpu = rng.choice([2.0, 4.0, 8.0], n)
-    args = argparse.Namespace(b=300.0, seed=0)
-    _, info = train_wait_model(PoolSpec(3, 8.0, 32.0), WaitingPolicy("sww", b=300.0), args,
-                               sub, rt, cpu, np.full(n, 4.0), None)
+    _, info = train_wait_model(PoolSpec(3, 8.0, 32.0), WaitingPolicy("sww", b=300.0),
+                               sub, rt, cpu, np.full(n, 4.0), None, seed=0)
     oracle, final = fits[0], fits[-1]
     assert len(fits) == 4  # the oracle's fit, one per held-out stretch, the final one
     assert info["oracle_run_decisions"] == len(oracle) < info["train_decisions"] == len(final)

@@ -74,27 +74,30 @@ def build(results: Path) -> tuple[dict, dict]:
     return doc, files
 
 
-def cmd_report(args) -> int:
+def write_report(results_dir: str, output: str, force: bool = False) -> dict:
+    """The report of a sweep's results in ``output`` (new or empty; ``force`` replaces an
+    earlier report): the page and its figures as one unit."""
     from stratus.app import outputs
 
-    results = Path(args.results)
+    results = Path(results_dir)
     if not (results / "rows").is_dir():
         raise ConfigError(f"{results}: not a sweep's results directory (no rows/)")
-    out = outputs.check_dir(args.output, "-o", [results], args.force, owned=_owned)
+    out = outputs.check_dir(output, "-o", [results], force, owned=_owned)
     doc, files = build(results)
     outputs.write_dir(out, files)  # the page and its figures as one unit
-    page = out / "index.html"
-    doc["report"] = str(page)
-    if args.json:
-        print(json.dumps(doc, default=str))
-        return 0
+    doc["report"] = str(out / "index.html")
+    return doc
+
+
+def report_text(doc: dict) -> str:
     from stratus.app.report import table
 
+    parts = []
     for name, rows in doc["tables"].items():
         if rows and name in ("fig4-cost", "table2-latency", "fig5-utilization", "fargate"):
             cols = list(dict.fromkeys(k for r in rows for k in r))
-            print(f"\n{name}")
-            print(table(cols, [[r.get(c, "") for c in cols] for r in rows], align_left=2))
-    print(f"\nreport: {page}")
-    print(f"wrote {page} and {len(doc['figures'])} figures", file=sys.stderr)
-    return 0
+            parts.append(f"\n{name}")
+            parts.append(table(cols, [[r.get(c, "") for c in cols] for r in rows],
+                               align_left=2))
+    parts.append(f"\nreport: {doc['report']}")
+    return "\n".join(parts)

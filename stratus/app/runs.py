@@ -9,61 +9,62 @@ import sys
 from collections.abc import Callable
 
 from stratus.app.schedulers import COST_MODEL, SchedulerSpec
+from stratus.app.spec import CloudSpec
 from stratus.errors import ConfigError, StratusError
 
 
-def spinup_range(text: str) -> tuple[float, float]:
-    try:
-        lo, hi = (float(x) for x in text.split(","))
-    except ValueError:
-        raise ConfigError(f"--spinup takes LO,HI in seconds, got {text!r}") from None
-    return lo, hi
+def estimator_name(spec: CloudSpec, sched: SchedulerSpec) -> str:
+    """The estimator a replay of ``sched`` uses: --estimator, else the scheduler's own."""
+    return spec.estimator or sched.estimator or "oracle"
 
 
-def estimator_name(args, spec: SchedulerSpec) -> str:
-    """The estimator a replay of ``spec`` uses: --estimator, else the scheduler's own."""
-    return args.estimator or spec.estimator or "oracle"
-
-
-def learns_online(args, spec: SchedulerSpec) -> bool:
+def learns_online(spec: CloudSpec, sched: SchedulerSpec) -> bool:
     from stratus.app.registry import make_estimator
 
-    if spec.kind == COST_MODEL:
+    if sched.kind == COST_MODEL:
         return False
-    return make_estimator(estimator_name(args, spec), args.seed).learns_online
+    return make_estimator(estimator_name(spec, sched), spec.seed).learns_online
 
 
-def replay_one(args, trace, spec: SchedulerSpec, history: Callable[[], object],
-               warmup_h: float | None = None, progress: bool = False):
-    """Replay ``trace`` under scheduler ``spec`` with the cloud options in ``args``.
-    ``history()`` gives the warm-up trace (or None), ``warmup_h`` hours of it; it is called
-    only for an estimator that learns, so a replay that needs none never loads it."""
+def replay_config(spec: CloudSpec):
+    """The engine's configuration for ``spec``'s cloud: catalog, market and prices, tick,
+    spin-up, migration, faults, guards (no estimator yet)."""
     from pricing.catalog_files import get_catalog
-    from stratus.app.registry import make_estimator
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.engine import ReplayConfig
     from stratus.faults import parse_faults
     from stratus.markets import configure_market
+
+    cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
+                       migration_mbps=spec.migration_mbps,
+                       migration_footprint=spec.migration_footprint, seed=spec.seed,
+                       catalog=get_catalog(spec.catalog), max_hours=spec.max_hours,
+                       faults=parse_faults(spec.faults),
+                       anti_affinity=spec.anti_affinity != "off")
+    configure_market(cfg, spec.market, spec.spot_prices, spec.spot_zone, spec.spot_start)
+    return cfg
+
+
+def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[], object],
+               warmup_h: float | None = None, progress: bool = False):
+    """Replay ``trace`` under scheduler ``sched`` in ``spec``'s cloud. ``history()`` gives
+    the warm-up trace (or None), ``warmup_h`` hours of it; it is called only for an
+    estimator that learns, so a replay that needs none never loads it."""
+    from stratus.app.registry import make_estimator
+    from stratus.engine import Engine
     from stratus.progress import ProgressBar
 
-    cfg = ReplayConfig(tick_s=args.tick, spinup_s=spinup_range(args.spinup),
-                       migration_mbps=args.migration_mbps,
-                       migration_footprint=args.migration_footprint, seed=args.seed,
-                       catalog=get_catalog(args.catalog),
-                       max_hours=getattr(args, "max_hours", None),
-                       faults=parse_faults(getattr(args, "faults", None)),
-                       anti_affinity=getattr(args, "anti_affinity", "on") != "off")
-    configure_market(cfg, args.market, args.spot_prices, args.spot_zone, args.spot_start)
-    if spec.kind == COST_MODEL:  # no engine: the model bills the trace itself
-        return spec.factory().replay(trace, cfg)
-    est = make_estimator(estimator_name(args, spec), args.seed)
+    cfg = replay_config(spec)
+    if sched.kind == COST_MODEL:  # no engine: the model bills the trace itself
+        return sched.factory().replay(trace, cfg)
+    est = make_estimator(estimator_name(spec, sched), spec.seed)
     if est.learns_online:
         hist = history()
         if hist is not None:
             est.fit(hist)
     cfg.estimator = est
     if progress and ProgressBar.wanted():
-        cfg.progress = ProgressBar(spec.name)
-    res = Engine(trace, spec.factory(), cfg).run()
+        cfg.progress = ProgressBar(sched.name)
+    res = Engine(trace, sched.factory(), cfg).run()
     if est.learns_online and warmup_h is not None:
         res.summary["estimator_warmup_hours"] = round(max(0.0, warmup_h), 4)
     warn_unfinished(res.summary)
@@ -96,25 +97,21 @@ def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _init_worker(args, trace, hist, warmup_h) -> None:
+def _init_worker(spec, trace, hist, warmup_h) -> None:
     ignore_sigint()
-    _W.update(args=args, trace=trace, hist=hist, warmup_h=warmup_h)
+    _W.update(spec=spec, trace=trace, hist=hist, warmup_h=warmup_h)
 
 
-def with_estimator(args, estimator: str | None):
-    """``args`` with ``--estimator`` set to ``estimator`` (None: ``args`` as they are)."""
-    if estimator is None:
-        return args
-    import argparse
-
-    return argparse.Namespace(**{**vars(args), "estimator": estimator})
+def with_estimator(spec: CloudSpec, estimator: str | None) -> CloudSpec:
+    """``spec`` with ``estimator`` (None: ``spec`` as it is)."""
+    return spec if estimator is None else spec.cloud(estimator=estimator)
 
 
 def _work(cell: tuple[SchedulerSpec, str | None]) -> dict:
     # the spec itself, not its name: a scheduler registered at run time is in this
     # process's registry only; its factory travels by reference (module and name)
-    spec, estimator = cell
-    return replay_one(with_estimator(_W["args"], estimator), _W["trace"], spec,
+    sched, estimator = cell
+    return replay_one(with_estimator(_W["spec"], estimator), _W["trace"], sched,
                       lambda: _W["hist"], _W["warmup_h"]).summary
 
 
@@ -140,22 +137,23 @@ def _stop(ex) -> None:
         proc.terminate()
 
 
-def run_schedulers(args, trace, specs: list[SchedulerSpec], history: Callable[[], object],
-                   warmup_h: float | None, jobs: int,
+def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
+                   history: Callable[[], object], warmup_h: float | None, jobs: int,
                    on_done: Callable[[str, dict], None] | None = None,
-                   estimators: list[str | None] | None = None) -> list[dict]:
+                   estimators: list[str | None] | None = None,
+                   progress: bool = False) -> list[dict]:
     """Summaries of ``trace`` replayed under each of ``specs``, in that order. ``jobs`` > 1
     replays them in that many worker processes (spawned: nothing of this process's state
     leaks in), without progress bars, calling ``on_done`` as each finishes; the numbers are
     those of a serial run except ``wall_seconds``. ``estimators`` (one per spec, None: as
-    ``args`` say) overrides ``--estimator`` run by run."""
+    ``spec`` says) overrides ``--estimator`` run by run."""
     estimators = list(estimators) if estimators is not None else [None] * len(specs)
     if len(estimators) != len(specs):
         raise ValueError("run_schedulers: one estimator (or None) per scheduler")
     jobs = min(jobs, len(specs))
     if jobs <= 1:
-        return [replay_one(with_estimator(args, est), trace, s, history, warmup_h,
-                           progress=not args.no_progress).summary
+        return [replay_one(with_estimator(spec, est), trace, s, history, warmup_h,
+                           progress=progress).summary
                 for s, est in zip(specs, estimators)]
 
     import multiprocessing as mp
@@ -163,10 +161,10 @@ def run_schedulers(args, trace, specs: list[SchedulerSpec], history: Callable[[]
     from concurrent.futures.process import BrokenProcessPool
 
     specs = [_sendable(s) for s in specs]
-    hist = history() if any(learns_online(with_estimator(args, est), s)
+    hist = history() if any(learns_online(with_estimator(spec, est), s)
                             for s, est in zip(specs, estimators)) else None
     ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
-                             initializer=_init_worker, initargs=(args, trace, hist, warmup_h))
+                             initializer=_init_worker, initargs=(spec, trace, hist, warmup_h))
     results: list[dict | None] = [None] * len(specs)
     try:
         futures = {ex.submit(_work, cell): i for i, cell in enumerate(zip(specs, estimators))}

@@ -108,22 +108,23 @@ def _mode(args, trace) -> str:
     return "pool" if trace.meta.get("format") == "swf" else "node"  # spec B.1
 
 
-def cmd_share(args) -> int:
+def cmd_share(args, session, inputs) -> int:
+    """``stratus share ...``; ``session(args)`` loads the window, ``inputs(args)`` names
+    what the command reads (an output may not replace it)."""
     import numpy as np
 
     from stratus.app import outputs
-    from stratus.app.cli import _inputs, _Session
     from stratus.sharing.analyses import defect, optimal_reserved, solo, sweep
     from stratus.sharing.chargeback import per_user
     from stratus.sharing.cluster import run, summary, workload_from_frame
 
     opts = _check(args)
     # the format is the extension's (png, svg, pdf); the temporary name keeps it
-    png = outputs.check_plot(args.plot, "--plot", _inputs(args), args.force)[0] \
+    png = outputs.check_plot(args.plot, "--plot", inputs(args), args.force)[0] \
         if args.plot else None
-    save = outputs.check_dir(args.save, "--save", _inputs(args), args.force) \
+    save = outputs.check_dir(args.save, "--save", inputs(args), args.force) \
         if getattr(args, "save", None) else None
-    sess = _Session(args)
+    sess = session(args)
     w = workload_from_frame(sess.trace.frame, sess.trace.name)
     mode = _mode(args, sess.trace)
     base = _cluster(args, mode)

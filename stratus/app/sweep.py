@@ -22,7 +22,8 @@ one or more grids whose keys are that command's options; every combination is a 
     [options]                             # the same for every cell
     tick = 60
 
-Each cell is checked with the command's own parser and checks before anything runs.
+Each cell is a spec (stratus.app.spec), built and checked before anything runs; its key is
+the spec's canonical form with the content hash of every file it reads.
 """
 
 from __future__ import annotations
@@ -36,11 +37,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collections.abc import Callable
+
+from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.comparison import METRICS, summary_field
-from stratus.errors import ConfigError, StratusError
+from stratus.app.spec import Spec
+from stratus.errors import ConfigError
 
-COMMANDS = {"replay": ("replay",), "waiting": ("waiting", "simulate")}
+COMMANDS = ("replay", "waiting")
+SPECS = {"replay": S.ReplaySpec, "waiting": S.WaitingSpec}
 TRACE_KEYS = {"label", "spec", "format", "hours", "start", "slices", "slice", "seeds"}
 ALIASES = {"schedulers": "scheduler", "policies": "policy", "s": "reserved"}
 # the replay summary's numbers a report reads, flattened into columns: compare's metrics
@@ -60,46 +66,39 @@ WALL_KEYS = ("wall_seconds",)
 
 @dataclass
 class Cell:
-    """One run of the grid: the command's argument vector and what names it."""
+    """One run of the grid: its spec (what decides its result) and what names it in the
+    report (the trace's label, the grid's options as written)."""
     command: str
     trace: dict            # label, spec, format, hours, start, slice, slices, seed
-    options: dict          # option name (no dashes) -> value, after aliases
-    argv: list[str] = field(default_factory=list)
+    options: dict          # option name -> value, after aliases, as the config wrote it
+    spec: Spec | None = None
     key: str = ""
 
-    def identity(self, trace_hash: str, code: str) -> dict:
-        t = {k: v for k, v in self.trace.items() if k != "label"}
-        ident = {"command": self.command, "trace": t, "trace_hash": trace_hash,
-                 "options": self.options, "code": code}
-        files = store.catalog_hashes(self.options)
-        if files:  # a user's catalog file: its content, not just its path, names the cell
-            ident["catalog_hashes"] = files
-        return ident
 
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _argv(command: str, trace: dict, options: dict) -> list[str]:
-    argv = [*COMMANDS[command], "--trace", trace["spec"], "--seed", str(trace["seed"])]
-    if trace.get("format"):
-        argv += ["--format", trace["format"]]
-    for k in ("hours", "start"):
-        if trace.get(k) is not None:
-            argv += [_flag(k), repr(float(trace[k]))]
-    if trace.get("slice") is not None:
-        argv += ["--slice", str(trace["slice"]), "--slices", str(trace["slices"])]
+def cell_spec(command: str, trace: dict, options: dict,
+              label: Callable[[str], str] = lambda n: n) -> Spec:
+    """The spec of one cell: the trace's window and seed, then the grid's options (``h``
+    is the estimator noisy:h of Fig. 8)."""
+    values = {"trace": trace["spec"], "format": trace.get("format"),
+              "hours": trace.get("hours"), "start": trace.get("start"),
+              "slice": trace.get("slice"), "slices": trace.get("slices"),
+              "seed": trace["seed"]}
     for k, v in options.items():
         if k == "h":
-            argv += ["--estimator", f"noisy:{float(v):g}"]
-        elif v is True:
-            argv.append(_flag(k))
-        elif v is False:
-            argv.append("--no-" + k.replace("_", "-"))
+            try:
+                h = S.number("a positive number", 0, above=True)(v)
+            except S.Bad as exc:
+                raise ConfigError(f"{label(k)} {exc}") from None
+            values["estimator"] = f"noisy:{h:g}"
         else:
-            argv += [_flag(k), str(v)]
-    return argv + ["--no-progress"] if command == "replay" else argv
+            values[k] = v
+    return SPECS[command].build(values, label)
+
+
+def identity(spec: Spec, code: str) -> dict:
+    """Everything that decides a cell's result: its canonical spec, the content of every
+    file it reads (trace, spot prices, catalogs) and the code version."""
+    return {"spec": spec.canonical(), "inputs": store.input_hashes(spec), "code": code}
 
 
 def _as_list(v, where: str) -> list:
@@ -158,8 +157,10 @@ def _grids(cfg: dict, path: Path) -> list[dict]:
             raise ConfigError(f"{path}: grid[{i}] must be a table")
         axes = {}
         for k, v in {**grid}.items():
+            _not_window(k, f"{path}: grid[{i}].{k}")
             axes[ALIASES.get(k, k)] = _as_list(v, f"{path}: grid[{i}].{k}")
         for k, v in fixed.items():
+            _not_window(k, f"{path}: options.{k}")
             name = ALIASES.get(k, k)
             if name in axes:
                 raise ConfigError(f"{path}: {k} is both in [options] and grid[{i}]")
@@ -170,6 +171,14 @@ def _grids(cfg: dict, path: Path) -> list[dict]:
         for combo in itertools.product(*(axes[n] for n in names)):
             out.append(dict(zip(names, combo)))
     return out
+
+
+def _not_window(key: str, where: str) -> None:
+    """A grid may not move a cell to another trace, window or seed behind its row's back:
+    those are the [[traces]] table's (its row records them)."""
+    if key in S.WINDOW_KEYS or key in ("seeds", "spec"):
+        raise ConfigError(f"{where}: the trace, its window and seed are set in [[traces]] "
+                          f"(spec, format, hours, start, slices, slice, seeds), not in a grid")
 
 
 @dataclass
@@ -203,8 +212,9 @@ def load_config(path: str, results: str | None = None) -> Plan:
     seen = set()
     for trace in _traces(cfg, p):
         for opts in _grids(cfg, p):
-            c = Cell(command, trace, opts, _argv(command, trace, opts))
-            sig = json.dumps([c.trace, c.options], sort_keys=True, default=str)
+            label = _labeller(p, trace, opts)
+            c = Cell(command, trace, opts, cell_spec(command, trace, opts, label))
+            sig = json.dumps(c.spec.canonical(), sort_keys=True, default=str)
             if sig not in seen:  # two grids may name the same cell: run it once
                 seen.add(sig)
                 cells.append(c)
@@ -213,36 +223,33 @@ def load_config(path: str, results: str | None = None) -> Plan:
     return Plan(command, Path(out), cells, text)
 
 
-def check_cell(cell: Cell):
-    """``cell``'s arguments as its command parses and checks them (ConfigError if not)."""
-    from stratus.app import cli
-
-    try:
-        args = cli._build_parser().parse_args(cell.argv)
-        if cell.command == "replay":
-            cli.check_replay(args)
-        else:
-            cli.check_waiting(args)
-    except StratusError as exc:  # a bad value, or argparse's refusal (cli's _UsageError)
-        raise ConfigError(f"cell {cell.trace['label']} {cell.options}: {exc}") from None
-    return args
+def _labeller(path: Path, trace: dict, options: dict) -> Callable[[str], str]:
+    """How a cell's option is named in an error: the config key it came from."""
+    def label(name: str) -> str:
+        if name == "estimator" and "h" in options:
+            name = "h"
+        if name in options:
+            return f"{path}: {trace['label']}: {name}"
+        return f"{path}: traces ({trace['label']}).{'spec' if name == 'trace' else name}"
+    return label
 
 
 # --- running one cell (in a worker process) -----------------------------------------------
 _SESSIONS: dict = {}
 
 
-def _session(args):
+def _session(spec: Spec):
     """The window a cell replays, loaded once per worker for every cell that shares it."""
-    from stratus.app import cli
+    from stratus.app.session import Session
 
-    k = (args.trace, args.fmt, args.seed, args.slice, args.slices, args.hours, args.start,
-         getattr(args, "catalog", None), getattr(args, "drop_oversized", None),
-         getattr(args, "warmup_hours", None), args.cmd)
+    replay = isinstance(spec, S.ReplaySpec)
+    k = (tuple(spec.window().items()), spec.warmup_hours, replay,
+         (spec.catalog, spec.drop_oversized) if replay else None)
     if k not in _SESSIONS:
         _SESSIONS.clear()  # one window at a time: a day of Google is ~1 GiB
-        sess = cli._Session(args)
-        _SESSIONS[k] = (sess, cli._fitted(sess) if args.cmd == "replay" else sess.trace)
+        sess = Session(spec)
+        _SESSIONS[k] = (sess, sess.fitted(spec.catalog, spec.drop_oversized) if replay
+                        else sess.trace)
     return _SESSIONS[k]
 
 
@@ -262,18 +269,18 @@ def run_cell(cell: Cell, code: str) -> dict:
         if store.code_version() != code:
             raise ConfigError("this worker runs other code than the sweep (code version "
                               f"{store.code_version()} vs {code})")
-        args = check_cell(cell)
-        sess, trace = _session(args)
+        spec = cell.spec
+        sess, trace = _session(spec)
         if cell.command == "replay":
             from stratus.app.registry import get_spec
 
-            doc = replay_one(args, trace, get_spec(args.scheduler), sess.history,
+            doc = replay_one(spec, trace, get_spec(spec.scheduler), sess.history,
                              sess.warmup_hours()).summary
             cols = REPLAY_COLUMNS
         else:
             from stratus.app.waiting import simulate_trace
 
-            doc = simulate_trace(trace, args, sess.history)
+            doc = simulate_trace(trace, spec, sess.history)
             cols = WAITING_COLUMNS
         for name, path in cols.items():
             v = summary_field(doc, path)
@@ -408,15 +415,12 @@ def _hms(s: float) -> str:
 def run_sweep(plan: Plan, executor: str, workers: int, progress: bool) -> dict:
     """Run the cells that have no finished row; write each row as it comes."""
     code = store.code_version()
-    hashes: dict[str, str] = {}
-    for c in plan.cells:
-        check_cell(c)  # every cell checked before anything runs
-        spec = c.trace["spec"]
-        if spec not in hashes:
-            hashes[spec] = store.trace_hash(spec)
-        c.key = store.cell_key(c.identity(hashes[spec], code))
+    for c in plan.cells:  # every cell's spec was checked when the plan was read
+        c.key = store.cell_key(identity(c.spec, code))
     results = plan.results
+    store.check_format(results)
     results.mkdir(parents=True, exist_ok=True)
+    store.mark_format(results)
     store.clean_temporaries(results)
     _keep_config(results, plan.config_text)
     done = store.finished_keys(results)
@@ -456,27 +460,20 @@ def _keep_config(results: Path, text: str) -> None:
         tmp.replace(out)
 
 
-def cmd_sweep(args) -> int:
-    """The ``stratus sweep`` command: exit 0 when every cell has a result, 1 when some
-    failed (their rows say why; a rerun retries them), 2 on a bad config or option."""
+def run_config(config: str, results: str | None = None, executor: str = "local",
+               workers: int | None = None, progress: bool = False) -> dict:
+    """The ``stratus sweep`` command's work: every option and cell checked, then the cells
+    without a finished row run (see ``run_sweep``)."""
     from stratus.app import outputs
     from stratus.app.runs import default_jobs
-    from stratus.progress import ProgressBar
 
-    executor = check_executor(args.executor)
-    workers = default_jobs() if args.workers is None else args.workers
-    if workers < 1:
+    executor = check_executor(executor)
+    workers = default_jobs() if workers is None else workers
+    if not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
-    plan = load_config(args.config, args.results)
-    inputs = outputs.input_paths(args.config, *{c.trace["spec"] for c in plan.cells})
+    plan = load_config(config, results)
+    inputs = outputs.input_paths(config, *{c.trace["spec"] for c in plan.cells})
     outputs.refuse_inputs(plan.results, "results directory", inputs)
     if plan.results.exists() and not plan.results.is_dir():
         raise ConfigError(f"results directory {plan.results}: exists and is not a directory")
-    out = run_sweep(plan, executor, workers,
-                    progress=not args.no_progress and ProgressBar.wanted())
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print(f"{out['cells_total']} cells: {out['cells_run']} run, {out['cells_skipped']} "
-              f"already done, {out['cells_failed']} failed; results in {out['results_dir']}")
-    return 1 if out["cells_failed"] else 0
+    return run_sweep(plan, executor, workers, progress=progress)

@@ -113,6 +113,61 @@ def trace_hash(spec: str) -> str:
     return "sha256:" + h.hexdigest()[:20]
 
 
+def file_hash(path: str) -> str:
+    h = hashlib.sha256()
+    _file_digest(Path(path), h)
+    return "sha256:" + h.hexdigest()[:20]
+
+
+def input_hashes(spec) -> dict:
+    """The content hash of every input a cell's spec names: the trace, a spot price file,
+    catalog files (a built-in catalog and a synthetic trace are covered by the code
+    version and the spec's text)."""
+    out = {"trace": trace_hash(spec.trace)}
+    spot = getattr(spec, "spot_prices", None)
+    if spot:
+        out["spot_prices"] = file_hash(spot)
+    out.update(catalog_hashes({k: getattr(spec, k) for k in ("catalog", "cloud_catalog")
+                               if getattr(spec, k, None) is not None}))
+    return out
+
+
+#: the results directory's format: how its rows' keys are made (1: argv-era keys, before
+#: every cell was a spec; such rows are never reused)
+FORMAT_FILE, FORMAT = "stratus-results.json", 2
+
+
+def check_format(results: Path) -> None:
+    """Refuse a results directory whose rows were keyed another way: rerunning into it
+    would mix stale rows with new ones in one report."""
+    from stratus.errors import ConfigError
+
+    marker = results / FORMAT_FILE
+    version = None
+    if marker.is_file():
+        try:
+            version = json.loads(marker.read_text()).get("format")
+        except (ValueError, AttributeError, OSError):
+            version = "unreadable"
+    has_rows = rows_dir(results).is_dir() and any(
+        p.suffix == ".parquet" for p in rows_dir(results).iterdir())
+    if version is None and not has_rows:
+        return
+    if version != FORMAT:
+        raise ConfigError(f"{results}: its rows were written by an older stratus (results "
+                          f"format {version or 1}, now {FORMAT}: cells are keyed by their "
+                          f"typed spec and input files); sweep into a new directory ("
+                          f"`stratus report` still reads this one)")
+
+
+def mark_format(results: Path) -> None:
+    marker = results / FORMAT_FILE
+    if not marker.exists():
+        tmp = results / f".{FORMAT_FILE}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"format": FORMAT}))
+        os.replace(tmp, marker)
+
+
 def catalog_hashes(options: dict) -> dict:
     """The content hash of each catalog option that names a file (a built-in name is
     covered by the code version)."""
@@ -138,9 +193,7 @@ def code_version() -> str:
     version: a changed scheduler or generator never reuses an old row."""
     if _CODE:
         return _CODE[0]
-    import stratus
-
-    root = Path(stratus.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # stratus/app/sweep_store.py
     h = hashlib.sha256()
     for pkg in ("stratus", "packers", "scalers", "pricing", "traces"):
         for f in sorted((root / pkg).rglob("*")):

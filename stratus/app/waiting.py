@@ -8,6 +8,7 @@ from bisect import bisect_right
 import numpy as np
 
 from pricing.catalog_files import get_catalog
+from stratus.app.spec import AdviseSpec, WaitingSpec
 from stratus.errors import ConfigError
 from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
@@ -16,51 +17,15 @@ MISPREDICTION_SEED = 0x3A17
 SPECULATE_MARKETS = ("on-demand", "spot")
 
 
-def server_shape(args) -> None:
-    """Resolve the server's shape: ``--reserved-type`` (a ``--catalog`` type: its cores and
-    GiB) or ``--reserved-cores`` with ``--reserved-mem-gb``, never both. Sets
-    ``args.reserved_cores``/``args.reserved_mem_gb``; ``args.reserved_type`` stays the name."""
-    name = getattr(args, "reserved_type", None)
-    cores, mem = args.reserved_cores, args.reserved_mem_gb
-    if name is not None:
-        if cores is not None or mem is not None:
-            raise ConfigError("give the server as --reserved-type or as --reserved-cores with "
-                              "--reserved-mem-gb, not both")
-        try:
-            t = get_catalog(args.catalog)[name]
-        except ConfigError as e:
-            raise ConfigError(f"--reserved-type: {e}") from None
-        args.reserved_cores, args.reserved_mem_gb = float(t.vcpu), float(t.mem_gib)
-        return
-    if cores is None or mem is None:
-        raise ConfigError("the server needs --reserved-cores and --reserved-mem-gb, or "
-                          "--reserved-type (a --catalog type, e.g. m5.4xlarge)")
-
-
-def _spot_book(args, catalog):
+def _spot_book(opts: WaitingSpec, catalog):
     """The price book spot speculation reads: ``--spot-prices`` or the synthetic model for
     the catalog (the bundled trace for m4)."""
     from stratus.markets import spot_book
 
     try:
-        return spot_book(catalog, args.spot_prices, args.spot_zone, args.spot_start)
+        return spot_book(catalog, opts.spot_prices, opts.spot_zone, opts.spot_start)
     except ConfigError as e:
         raise ConfigError(f"--speculate-market spot: {e}") from None
-
-
-def check_speculation(args) -> None:
-    """``--speculate-market`` and the ``--spot-*`` options, before the trace is read."""
-    market = getattr(args, "speculate_market", "on-demand")
-    if market not in SPECULATE_MARKETS:
-        raise ConfigError(f"--speculate-market takes on-demand or spot, got {market!r}")
-    if market == "spot":
-        if args.policy != "ljw-spec":
-            raise ConfigError("--speculate-market spot is for --policy ljw-spec")
-        _spot_book(args, get_catalog(args.catalog))
-    elif (args.spot_prices or args.spot_zone or args.spot_start) and not (
-            args.cloud != "smallest-vm" and args.market == "spot"):
-        raise ConfigError("--spot-prices, --spot-zone and --spot-start are for "
-                          "--speculate-market spot or --cloud SCHEDULER --market spot")
 
 
 def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_under: float,
@@ -98,36 +63,32 @@ def cloud_trace(trace, order: np.ndarray, run) -> object:
                  meta={"params": {"hours": trace.meta.get("params", {}).get("hours")}})
 
 
-def replay_overflow(trace, order, run, args, history) -> dict:
-    """The overflow through a registered VC scheduler (``--cloud NAME``) on ``--market``."""
-    import argparse
-
+def replay_overflow(trace, order, run, opts: WaitingSpec, history) -> dict:
+    """The overflow through a registered VC scheduler (``--cloud NAME``) on ``--market``,
+    in the replay's default cloud otherwise (tick, spin-up, migration)."""
     from stratus.app.registry import get_spec
     from stratus.app.runs import replay_one
+    from stratus.app.spec import CloudSpec
     from traces.schema import fit_to_catalog
 
-    spec = get_spec(args.cloud)
+    sched = get_spec(opts.cloud)
     sub = cloud_trace(trace, order, run)
     if len(sub) == 0:
-        return {"total_cost_usd": 0.0, "scheduler": spec.name, "tasks": 0}
-    opts = argparse.Namespace(tick=60.0, spinup="30,160", migration_mbps=160.0,
-                              migration_footprint="request", seed=args.seed,
-                              catalog=args.cloud_catalog, market=args.market,
-                              spot_prices=getattr(args, "spot_prices", None),
-                              spot_zone=getattr(args, "spot_zone", None),
-                              spot_start=getattr(args, "spot_start", 0.0), estimator=None,
-                              no_progress=True)
-    sub = fit_to_catalog(sub, get_catalog(args.cloud_catalog), drop=False)
-    return replay_one(opts, sub, spec, history, None).summary
+        return {"total_cost_usd": 0.0, "scheduler": sched.name, "tasks": 0}
+    cloud = CloudSpec(trace=opts.trace, seed=opts.seed, catalog=opts.cloud_catalog,
+                      market=opts.market, spot_prices=opts.spot_prices,
+                      spot_zone=opts.spot_zone, spot_start=opts.spot_start)
+    sub = fit_to_catalog(sub, get_catalog(opts.cloud_catalog), drop=False)
+    return replay_one(cloud, sub, sched, history, None).summary
 
 
-def runtime_estimates(trace, args, history) -> np.ndarray:
+def runtime_estimates(trace, opts: WaitingSpec, history) -> np.ndarray:
     """Per row, what ``--estimator`` predicts at submission (learning online from jobs that
     ended before; a learning estimator first fits the warm-up history)."""
     from stratus.app.registry import make_estimator
     from stratus.estimators import task_estimates
 
-    est = make_estimator(args.estimator, args.seed)
+    est = make_estimator(opts.estimator, opts.seed)
     est.bind(trace)
     if est.learns_online:
         hist = history()
@@ -143,7 +104,8 @@ def _round(v):
 ML_FOLDS = 2  # time folds of the training jobs for the cross-fitted aggregation round
 
 
-def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
+def train_wait_model(spec, policy, submit, runtime, cpu, mem, short, seed: int = 0,
+                     rounds: int = 1):
     """003 §3.2: simulate the training jobs under the policy with the oracle, record the
     state each waiting decision saw and the wait the oracle foresaw (capped at 4b), fit.
     Then rounds of data aggregation (DAgger: Ross, Gordon and Bagnell, AISTATS 2011), cross-
@@ -170,37 +132,37 @@ def train_wait_model(spec, policy, args, submit, runtime, cpu, mem, short):
     def observer(k):
         def observe(j, x, oracle):
             xs.append(x)
-            ys.append(min(oracle, 4.0 * args.b))
+            ys.append(min(oracle, 4.0 * policy.b))
             # k: the stretch simulated; None: all of them, j tells which
             tags.append(k if k is not None else bisect_right(edges, j) - 1)
         return observe
 
     simulate(spec, policy, submit, runtime, cpu, mem, short, observe=observer(None))
     first = len(ys)
-    model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
-    for _ in range(getattr(args, "ml_rounds", 1)):
+    model = WaitModel(seed=seed).fit(np.array(xs), np.array(ys))
+    for _ in range(rounds):
         x_all, y_all, t_all = np.array(xs), np.array(ys), np.array(tags)
         for k in range(ML_FOLDS):
             other = t_all != k
             if other.sum() < 10:
                 continue
-            held_out = WaitModel(seed=args.seed).fit(x_all[other], y_all[other])
+            held_out = WaitModel(seed=seed).fit(x_all[other], y_all[other])
             simulate(spec, policy, *part(k), predictor=held_out.predict, observe=observer(k))
-        model = WaitModel(seed=args.seed).fit(np.array(xs), np.array(ys))
+        model = WaitModel(seed=seed).fit(np.array(xs), np.array(ys))
     return model, {"model": "random forest", "features": list(STATE_FEATURES),
                    "train_jobs": int(n), "train_decisions": len(ys),
                    "oracle_run_decisions": first, "aggregation": f"cross-fitted, "
                    f"{ML_FOLDS} folds"}
 
 
-def simulate_trace(trace, args, history=lambda: None) -> dict:
-    spec = PoolSpec(args.reserved, args.reserved_cores, args.reserved_mem_gb,
-                    placement=args.packing, order=args.scheduling,
-                    work_conserving=args.work_conserving)
-    policy = WaitingPolicy(args.policy, args.b, args.t)
-    catalog = get_catalog(args.catalog)
-    prices = pool_prices(catalog, spec.cores, spec.mem_gib, args.reserved_discount,
-                         getattr(args, "reserved_type", None))
+def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
+    spec = PoolSpec(opts.reserved, *opts.server(),
+                    placement=opts.packing, order=opts.scheduling,
+                    work_conserving=opts.work_conserving)
+    policy = WaitingPolicy(opts.policy, opts.b, opts.t)
+    catalog = get_catalog(opts.catalog)
+    prices = pool_prices(catalog, spec.cores, spec.mem_gib, opts.reserved_discount,
+                         opts.reserved_type)
     f = trace.frame
     submit = f["submit_s"].to_numpy(np.float64)
     runtime = f["runtime_s"].to_numpy(np.float64)
@@ -208,21 +170,22 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
     mem = f["mem_gib"].to_numpy(np.float64)
     order = np.argsort(submit, kind="stable")
     submit, runtime, cpu, mem = submit[order], runtime[order], cpu[order], mem[order]
-    short, over, under = mispredictions(args.policy, runtime, args.t, args.f_over,
-                                        args.f_under, args.seed)
+    short, over, under = mispredictions(opts.policy, runtime, opts.t, opts.f_over,
+                                        opts.f_under, opts.seed)
     estimate = None
-    if getattr(args, "estimator", "oracle") != "oracle":
-        estimate = runtime_estimates(trace, args, history)[order]
-        if args.policy in ("ljw", "compound"):  # the class comes from the estimate (000 §4.2)
-            short = estimate < args.t
+    if opts.estimator != "oracle":
+        estimate = runtime_estimates(trace, opts, history)[order]
+        if opts.policy in ("ljw", "compound"):  # the class comes from the estimate (000 §4.2)
+            short = estimate < opts.t
     ml = None
     spot = None
-    if getattr(args, "wait_predictor", "oracle") == "ml":
-        if args.policy not in ("sww", "compound"):
+    if opts.wait_predictor == "ml":
+        if opts.policy not in ("sww", "compound"):
             raise ConfigError("--wait-predictor ml is for sww and compound")
-        cut = int(len(submit) * args.train_fraction)
-        model, ml = train_wait_model(spec, policy, args, submit[:cut], runtime[:cut],
-                                     cpu[:cut], mem[:cut], None if short is None else short[:cut])
+        cut = int(len(submit) * opts.train_fraction)
+        model, ml = train_wait_model(spec, policy, submit[:cut], runtime[:cut], cpu[:cut],
+                                     mem[:cut], None if short is None else short[:cut],
+                                     seed=opts.seed, rounds=opts.ml_rounds)
         keep = slice(cut, None)  # score on the jobs after the training part, a fresh pool
         submit, runtime, cpu, mem = submit[keep], runtime[keep], cpu[keep], mem[keep]
         short, over, under = (None if a is None else a[keep] for a in (short, over, under))
@@ -243,18 +206,18 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
         pred = np.array([d[0] for d in decisions])
         true = np.array([d[1] for d in decisions])
         ml.update(test_jobs=int(len(submit)), decisions=len(decisions),
-                  mcc=None if not decisions else _round(mcc(pred > args.b, true > args.b)),
-                  predicted_long=round(float(np.mean(pred > args.b)), 6) if decisions else None,
-                  truly_long=round(float(np.mean(true > args.b)), 6) if decisions else None)
+                  mcc=None if not decisions else _round(mcc(pred > opts.b, true > opts.b)),
+                  predicted_long=round(float(np.mean(pred > opts.b)), 6) if decisions else None,
+                  truly_long=round(float(np.mean(true > opts.b)), 6) if decisions else None)
     else:
-        if args.policy == "ljw-spec" and getattr(args, "speculate_market", "") == "spot":
+        if opts.policy == "ljw-spec" and opts.speculate_market == "spot":
             from stratus.waiting.spot import SpotSpeculation
 
-            spot = SpotSpeculation(_spot_book(args, catalog), cpu, mem)
+            spot = SpotSpeculation(_spot_book(opts, catalog), cpu, mem)
             spot.check(np.nonzero((cpu <= spec.cores + 1e-9) & (mem <= spec.mem_gib + 1e-9))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=estimate, revocation=None if spot is None else spot.revocation)
-    steady = args.steady_state
+    steady = opts.steady_state
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
@@ -269,19 +232,19 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
     else:
         out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
                         per_job, prices.core_hour_ondemand, steady,
-                        speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
-    if args.policy == "ljw-spec":
+                        speculation_s=opts.t if opts.policy == "ljw-spec" else 0.0)
+    if opts.policy == "ljw-spec":
         # 003 §3.1: the two kinds of wasted spend, apart; they sum to speculation_waste_usd
-        out["speculate_market"] = getattr(args, "speculate_market", "on-demand")
+        out["speculate_market"] = opts.speculate_market
         out["speculation_killed_usd"] = round(spec_bill["killed_usd"], 4) if spec_bill \
             else out["speculation_waste_usd"]
         out["revocation_waste_usd"] = round(spec_bill["revoked_usd"], 4) if spec_bill else 0.0
         out["revocations"] = spec_bill["revocations"] if spec_bill else 0
         out["speculative_runs"] = len(run.speculations or ())
     cloud_model = "smallest-vm"
-    if args.cloud != "smallest-vm":
-        vc = replay_overflow(trace, order, run, args, history)
-        cloud_model = f"{args.cloud} ({args.market}, {args.cloud_catalog})"
+    if opts.cloud != "smallest-vm":
+        vc = replay_overflow(trace, order, run, opts, history)
+        cloud_model = f"{opts.cloud} ({opts.market}, {opts.cloud_catalog})"
         work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
         out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
         out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
@@ -304,8 +267,8 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
                                                     "on_demand_fraction", "total_cost_usd",
                                                     "opportunity_cost")}
         out["ml"] = ml
-    return {"policy": args.policy, "reserved": spec.servers, **out,
-            "trace": trace.name, "b": args.b, "t": args.t, "scheduling": spec.order,
+    return {"policy": opts.policy, "reserved": spec.servers, **out,
+            "trace": trace.name, "b": opts.b, "t": opts.t, "scheduling": spec.order,
             "packing": spec.placement, "work_conserving": spec.work_conserving,
             "steady_state": steady, "cloud": cloud_model, "catalog": catalog.name,
             "server_type": prices.server_type,
@@ -313,34 +276,34 @@ def simulate_trace(trace, args, history=lambda: None) -> dict:
             "server_ondemand_hourly": prices.server_ondemand_hourly}
 
 
-def advise(trace, args) -> dict:
+def advise(trace, opts: AdviseSpec) -> dict:
     """``stratus advise``: the MILP's s, then the simulated optimum for the policy."""
     from stratus.waiting.advisor import Point, load_curve, milp_servers, search
 
-    catalog = get_catalog(args.catalog)
-    prices = pool_prices(catalog, args.reserved_cores, args.reserved_mem_gb,
-                         args.reserved_discount, getattr(args, "reserved_type", None))
+    catalog = get_catalog(opts.catalog)
+    prices = pool_prices(catalog, *opts.server(),
+                         opts.reserved_discount, opts.reserved_type)
     f = trace.frame
     order = np.argsort(f["submit_s"].to_numpy(np.float64), kind="stable")
     submit = f["submit_s"].to_numpy(np.float64)[order]
     runtime = f["runtime_s"].to_numpy(np.float64)[order]
     cpu = f["cpu"].to_numpy(np.float64)[order]
     mem = f["mem_gib"].to_numpy(np.float64)[order]
-    load, slot = load_curve(submit, runtime, cpu, args.slot)
-    start = milp_servers(load, slot, args.reserved_cores, prices.server_reserved_hourly,
+    load, slot = load_curve(submit, runtime, cpu, opts.slot)
+    start = milp_servers(load, slot, opts.server()[0], prices.server_reserved_hourly,
                          prices.core_hour_ondemand)
-    short, over, under = mispredictions(args.policy, runtime, args.t, 0.0, 0.0, args.seed)
+    short, over, under = mispredictions(opts.policy, runtime, opts.t, 0.0, 0.0, opts.seed)
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
-    policy = WaitingPolicy(args.policy, args.b, args.t)
+    policy = WaitingPolicy(opts.policy, opts.b, opts.t)
     steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
 
     def cost_at(s: int) -> Point:
-        spec = PoolSpec(s, args.reserved_cores, args.reserved_mem_gb, args.packing,
-                        args.scheduling, args.work_conserving)
+        spec = PoolSpec(s, *opts.server(), opts.packing,
+                        opts.scheduling, opts.work_conserving)
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
         o = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, s, per_job,
                       prices.core_hour_ondemand, steady,
-                      speculation_s=args.t if args.policy == "ljw-spec" else 0.0)
+                      speculation_s=opts.t if opts.policy == "ljw-spec" else 0.0)
         return Point(s, o["total_cost_usd"], o["normalized_price"], o["mean_wait_s"],
                      o["on_demand_fraction"])
 
@@ -353,7 +316,7 @@ def advise(trace, args) -> dict:
             seen[s] = cost_at(s)
     pts = [seen[s] for s in sorted(seen)]
     opt, milp = seen[best], seen[start]
-    return {"policy": args.policy, "trace": trace.name, "jobs": int(len(submit)),
+    return {"policy": opts.policy, "trace": trace.name, "jobs": int(len(submit)),
             "milp_servers": start, "optimal_servers": best,
             "optimal": opt.__dict__, "at_milp": milp.__dict__,
             "milp_gap_servers": start - best,

@@ -50,6 +50,13 @@ MAX_START_S = 1e11
 
 def generate(name: str, **params: object) -> Trace:
     """The named synthetic trace; ConfigError for an unknown name, parameter or value."""
+    args = checked(name, params)
+    return GENERATORS[name](**args)
+
+
+def checked(name: str, params: dict) -> dict:
+    """``params`` converted to the generator's types; ConfigError for an unknown name,
+    parameter or value (nothing is generated)."""
     if name not in GENERATORS:
         raise ConfigError(f"unknown synthetic generator {name!r}; known: "
                           f"{', '.join(sorted(GENERATORS))}")
@@ -66,7 +73,7 @@ def generate(name: str, **params: object) -> Trace:
         raise ConfigError(f"synthetic:{name}: parameter 'start_s' = {start:g} s is outside "
                           f"±{MAX_START_S:g} s "
                           f"(about 3,000 years)")
-    return fn(**args)
+    return args
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:

@@ -1,0 +1,383 @@
+"""The Python API: what ``import stratus`` gives (``stratus/__init__.py`` re-exports it).
+Each function's keyword arguments are the fields of its command's spec (stratus.app.spec),
+so ``stratus.replay(trace, catalog="m5")`` and ``stratus replay --trace T --catalog m5`` are
+one run; the CLI's commands call these functions and print what they return."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from stratus.app import spec as S
+from stratus.errors import ConfigError
+
+#: the spec's ``trace`` field when the caller hands over a loaded trace object
+IN_MEMORY = "<in-memory trace>"
+
+
+# --- traces and catalogs --------------------------------------------------------------------
+def load_trace(spec: str, format: str | None = None, hours: float | None = None,
+               start: float | None = None, slice: int | None = None,
+               slices: int | None = None, seed: int = 0):
+    """One window of a trace: a file or directory (``format`` as ``stratus traces formats``
+    lists, guessed from the name where it can be) or ``synthetic:NAME?k=v``; ``slice`` K of
+    ``slices`` picks a seeded random window (Stratus §4.2)."""
+    from stratus.app.session import Session
+
+    w = S.WindowSpec(trace=spec, format=format, hours=hours, start=start, slice=slice,
+                     slices=slices, seed=seed)
+    return Session(w).trace
+
+
+def synthetic(name: str, seed: int = 0, **params):
+    """A calibrated synthetic trace by name (google, twosigma, mms) and its parameters."""
+    from traces.synthetic import generate
+
+    return generate(name, seed=seed, **params)
+
+
+def load_catalog(name_or_file: str):
+    """A built-in instance catalog by name, or your own .toml/.csv catalog file."""
+    from pricing.catalog_files import load_catalog as load
+
+    return load(name_or_file)
+
+
+def catalogs() -> list[dict]:
+    """The built-in catalogs: name, types, families, region, date."""
+    from pricing.catalog_files import builtin_names
+
+    return [catalog_doc(load_catalog(n), types=False) for n in builtin_names()]
+
+
+def catalog_doc(cat, types: bool) -> dict:
+    doc = {"name": cat.name, "origin": cat.origin, "types": len(cat),
+           "families": cat.families, "gpus": any(t.gpus for t in cat), "region": cat.region,
+           "as_of": cat.as_of, "source": cat.source}
+    if types:
+        doc["instance_types"] = [
+            {"name": t.name, "family": t.family, "vcpu": t.vcpu, "mem_gib": t.mem_gib,
+             "gpus": t.gpus, "ondemand_hourly": t.ondemand_hourly,
+             "reserved_hourly": t.reserved_hourly, "source": t.source or cat.source,
+             "verified": t.verified} for t in cat]
+    return doc
+
+
+def schedulers() -> list[dict]:
+    """Every registered scheduler and cost model: name, description, estimator, kind."""
+    from stratus.app.registry import all_names, get_spec
+
+    return [{"name": s.name, "description": s.description, "estimator": s.estimator,
+             "kind": s.kind} for s in map(get_spec, all_names())]
+
+
+def traces_formats() -> dict:
+    """Every trace format: its name and what it reads."""
+    from traces.loaders import FORMATS
+
+    return {k: v[1] for k, v in FORMATS.items()}
+
+
+def convert(input: str, output: str, format: str | None = None, force: bool = False) -> dict:
+    """``input`` (a trace file, the Google 2011 directory or a synthetic spec) written as
+    canonical Parquet to ``output``; what ``stratus traces convert --json`` prints."""
+    import time
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from stratus.app.outputs import check_file, input_paths
+    from traces.conversion import convert_trace
+
+    check_file(output, "-o", input_paths(input), force)
+    t0 = time.perf_counter()
+    rep = convert_trace(input, format, Path(output), force=force)
+    rows = pq.ParquetFile(output).metadata.num_rows
+    for line in rep.lines():
+        print(line, file=sys.stderr)
+    return {"input": input, "output": output, "tasks": rows,
+            "seconds": round(time.perf_counter() - t0, 3), "load_report": rep.as_dict()}
+
+
+def describe(trace, **window) -> dict:
+    """Jobs, tasks, runtimes, requests, priorities, arrivals and offered load of a trace
+    (a spec string and its window options, or a loaded trace)."""
+    from traces.describe import describe as describe_trace
+
+    if isinstance(trace, str):
+        trace = load_trace(trace, **window)
+    return {"trace": trace.name, **describe_trace(trace)}
+
+
+# --- replays --------------------------------------------------------------------------------
+def _spec(cls, trace, values: dict):
+    """``cls`` from the API's arguments; a trace object stands in for the spec's name."""
+    name = trace if isinstance(trace, str) else IN_MEMORY
+    return cls.build({"trace": name, **values})
+
+
+def _window(spec: S.CloudSpec, trace):
+    """(trace fitted to the catalog, history(), warm-up hours) for ``spec``."""
+    from stratus.app.session import Session, report_load
+
+    if isinstance(trace, str):
+        sess = Session(spec)
+        return sess.fitted(spec.catalog, spec.drop_oversized), sess.history, sess.warmup_hours()
+    from pricing.catalog_files import get_catalog
+    from traces.schema import fit_to_catalog
+
+    fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
+    if fitted is not trace:
+        report_load(fitted)
+    return fitted, (lambda: None), None
+
+
+def replay(trace, scheduler: str = "stratus", *, progress: bool = False, **options):
+    """``trace`` (a spec string or a loaded trace) replayed under ``scheduler``; the options
+    are ``stratus replay``'s (catalog, market, tick, estimator, seed, ...). Returns the
+    result: ``.summary`` (a dict), ``.instances``/``.tasks``/``.jobs`` (DataFrames),
+    ``.to_parquet(dir)``. A learning estimator warms up on the history before the window
+    when ``trace`` is a spec string (a loaded trace has none)."""
+    return run_replay(_spec(S.ReplaySpec, trace, {"scheduler": scheduler, **options}), trace,
+                      progress)
+
+
+def run_replay(spec: S.ReplaySpec, trace=None, progress: bool = False):
+    from stratus.app.registry import get_spec
+    from stratus.app.runs import replay_one
+
+    trace = spec.trace if trace is None else trace
+    fitted, history, warmup_h = _window(spec, trace)
+    return replay_one(spec, fitted, get_spec(spec.scheduler), history, warmup_h,
+                      progress=progress)
+
+
+@dataclass
+class Comparison:
+    """Schedulers side by side (Stratus Figs. 4-5, Table 2). ``doc`` is what ``stratus
+    compare --json`` prints; ``runs`` its summaries (the mean and spread per scheduler over
+    several slices); ``table`` one row per scheduler."""
+    doc: dict
+    runs: list = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs = self.doc["runs"]
+
+    @property
+    def table(self):
+        import pandas as pd
+
+        from stratus.app.comparison import METRICS, summary_field
+
+        rows = []
+        for r in self.runs:
+            row = {"scheduler": r["scheduler"]}
+            for k, path in METRICS.items():
+                v = summary_field(r, path)
+                row[k] = v["mean"] if isinstance(v, dict) and "mean" in v else v
+            rows.append(row)
+        return pd.DataFrame(rows).rename(columns={"utilization_constraining": "utilization"})
+
+    def plot(self, ax=None):
+        """Normalized cost per scheduler (Fig. 4) as a bar chart; returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        t = self.table
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(t)), 3.2))
+        ax.bar(t["scheduler"], t["normalized_cost"], color="#4c72b0")
+        ax.set_ylabel("normalized cost")
+        ax.set_ylim(0, 1.05)
+        ax.tick_params(axis="x", labelrotation=45)
+        return ax
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+def _scheduler_specs(names: tuple[str, ...] | None) -> list:
+    from stratus.app.registry import get_spec, scheduler_names
+
+    return [get_spec(n) for n in (names or scheduler_names())]
+
+
+def _jobs(n: int | None) -> int:
+    from stratus.app.runs import default_jobs
+
+    return default_jobs() if n is None else n
+
+
+def compare(trace, schedulers=None, *, jobs: int | None = None, progress: bool = False,
+            **options) -> Comparison:
+    """``trace`` replayed under each of ``schedulers`` (default: every policy) in
+    ``jobs`` processes; with ``slices=N`` and no ``slice``, over N seeded windows."""
+    return Comparison(run_compare(_spec(S.CompareSpec, trace, {
+        "schedulers": schedulers, "jobs": jobs, **options}), trace, progress))
+
+
+def _each_window(spec, trace):
+    """(slice, start, hours, fitted trace, history, warm-up hours) per planned window."""
+    from stratus.app.session import sessions
+
+    if not isinstance(trace, str):
+        if S.slice_plan(spec) != [None]:
+            raise ConfigError("slices are cut from a trace spec; a loaded trace is one window")
+        fitted, history, warmup_h = _window(spec, trace)
+        yield None, None, None, fitted, history, warmup_h
+        return
+    for k, sess in sessions(spec, S.slice_plan(spec)):
+        yield (k, sess.start, sess.window_hours(), sess.fitted(spec.catalog, spec.drop_oversized),
+               sess.history, sess.warmup_hours())
+
+
+def run_compare(spec: S.CompareSpec, trace=None, progress: bool = False) -> dict:
+    from stratus.app.comparison import aggregate, annotate
+    from stratus.app.runs import print_done, run_schedulers
+
+    trace = spec.trace if trace is None else trace
+    scheds = _scheduler_specs(spec.schedulers)
+    per_slice = []
+    for k, start, hours, fitted, history, warmup_h in _each_window(spec, trace):
+        where = "" if k is None else f"slice {k} (start {start:,.0f} s): "
+        print(f"{where}trace {fitted.name}: {fitted.n_tasks:,} tasks, {fitted.n_jobs:,} jobs",
+              file=sys.stderr)
+        runs = annotate(run_schedulers(spec, fitted, scheds, history, warmup_h,
+                                       _jobs(spec.jobs),
+                                       on_done=print_done(len(scheds)) if progress else None,
+                                       progress=progress))
+        per_slice.append({"slice": k, "start_s": start, "hours": hours, "trace": fitted.name,
+                          "runs": runs})
+    if per_slice[0]["slice"] is None:
+        return {"trace": per_slice[0]["trace"], "market": spec.market,
+                "runs": per_slice[0]["runs"]}
+    return {"trace": spec.trace, "market": spec.market, "slices": per_slice,
+            "runs": aggregate([s["runs"] for s in per_slice])}
+
+
+def sensitivity(trace, h=(0.01, 0.1, 1, 10, 100), schedulers=("stratus", "stratus-noclear"),
+                *, jobs: int | None = None, progress: bool = False, **options) -> dict:
+    """Stratus §5.4.2 (Fig. 8): every scheduler with estimates = runtime x h, for each h."""
+    return run_sensitivity(_spec(S.SensitivitySpec, trace, {
+        "h": h, "schedulers": schedulers, "jobs": jobs, **options}), trace, progress)
+
+
+def run_sensitivity(spec: S.SensitivitySpec, trace=None, progress: bool = False) -> dict:
+    from stratus.app.comparison import sensitivity as points_doc
+    from stratus.app.runs import print_done, run_schedulers
+
+    trace = spec.trace if trace is None else trace
+    scheds = _scheduler_specs(spec.schedulers)
+    points, n = [], 0
+    for k, _, _, fitted, history, warmup_h in _each_window(spec, trace):
+        n += 1
+        where = "" if k is None else f"slice {k}: "
+        print(f"{where}trace {fitted.name}: {fitted.n_tasks:,} tasks", file=sys.stderr)
+        cells = [(s, h) for h in spec.h for s in scheds]
+        runs = run_schedulers(spec, fitted, [s for s, _ in cells], history, warmup_h,
+                              _jobs(spec.jobs),
+                              on_done=print_done(len(cells)) if progress else None,
+                              estimators=[f"noisy:{h:g}" for _, h in cells], progress=progress)
+        for h in spec.h:
+            points.append((h, [r for (_, hh), r in zip(cells, runs) if hh == h]))
+    return {"trace": spec.trace, "slices": n, **points_doc(points)}
+
+
+def estimate(trace, estimator: str = "history", **options) -> dict:
+    """The error distribution of a runtime estimator on ``trace``: jobs in time order,
+    predicted at submission, learned from at their end (no scheduling)."""
+    return run_estimate(_spec(S.EstimateSpec, trace, {"estimator": estimator, **options}),
+                        trace)
+
+
+def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
+    from stratus.app.registry import make_estimator
+    from stratus.app.session import Session
+    from stratus.estimators import error_distribution, online_pass
+
+    trace = spec.trace if trace is None else trace
+    history, warmup_h = (lambda: None), 0.0
+    if isinstance(trace, str):
+        sess = Session(spec)
+        trace, history, warmup_h = sess.trace, sess.history, sess.warmup_hours()
+    est = make_estimator(spec.estimator, spec.seed)
+    est.bind(trace)
+    if est.learns_online:
+        hist = history()
+        if hist is not None:
+            est.fit(hist)
+    return {"trace": trace.name, "estimator": est.name,
+            "warmup_hours": max(0.0, warmup_h) if est.learns_online else 0.0,
+            "warmup_jobs": getattr(est, "warmup_jobs", 0),
+            **error_distribution(online_pass(est, trace.frame))}
+
+
+# --- waiting policies over reserved capacity (papers 000, 003) -------------------------------
+def analyze(policy: str, lam: float, mu: float, servers, pf: float, po: float,
+            **options) -> dict:
+    """The queueing model of a waiting policy over ``servers`` reserved servers (or
+    "optimal"; paper 000 §3-4)."""
+    return run_analyze(S.AnalyzeSpec.build({"policy": policy, "lam": lam, "mu": mu,
+                                            "servers": servers, "pf": pf, "po": po,
+                                            **options}))
+
+
+def run_analyze(spec: S.AnalyzeSpec) -> dict:
+    from stratus.waiting.analysis import evaluate, optimal_servers
+
+    kw = dict(lam=spec.lam, mu=spec.mu, pf=spec.pf, po=spec.po, b=spec.b, t=spec.t)
+    evaluate(spec.policy, 0, **kw, f_over=spec.f_over, f_under=spec.f_under)  # checks
+    servers = spec.servers
+    if servers == "optimal":
+        servers = optimal_servers(spec.policy, **kw, f_over=spec.f_over)
+    return evaluate(spec.policy, servers, **kw, f_over=spec.f_over,
+                    f_under=spec.f_under).as_dict()
+
+
+def simulate_waiting(trace, reserved: int, policy: str, **options) -> dict:
+    """``trace`` through ``reserved`` servers under a waiting ``policy``, the overflow to
+    on-demand VMs (``stratus waiting simulate``; exported as ``stratus.waiting.simulate``)."""
+    return run_waiting(_spec(S.WaitingSpec, trace, {"reserved": reserved, "policy": policy,
+                                                    **options}), trace)
+
+
+def run_waiting(spec: S.WaitingSpec, trace=None) -> dict:
+    from stratus.app.session import Session
+    from stratus.app.waiting import simulate_trace
+
+    trace = spec.trace if trace is None else trace
+    if isinstance(trace, str):
+        sess = Session(spec)
+        return simulate_trace(sess.trace, spec, sess.history)
+    return simulate_trace(trace, spec)
+
+
+def advise(trace, policy: str, **options) -> dict:
+    """How many servers to reserve for ``trace`` under ``policy``: the MILP's start, then
+    the simulated optimum (marginal analysis)."""
+    return run_advise(_spec(S.AdviseSpec, trace, {"policy": policy, **options}), trace)
+
+
+def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
+    from stratus.app.session import Session
+    from stratus.app.waiting import advise as advise_trace
+
+    trace = spec.trace if trace is None else trace
+    return advise_trace(Session(spec).trace if isinstance(trace, str) else trace, spec)
+
+
+# --- sweeps and reports ---------------------------------------------------------------------
+def sweep(config, results: str | None = None, executor: str = "local",
+          workers: int | None = None, progress: bool = False) -> dict:
+    """The cells of a sweep config (a TOML path) that have no finished row, run on
+    ``executor`` (local, dask-local or dask://HOST:PORT); what ``stratus sweep --json``
+    prints (``cells_failed`` > 0: their rows say why, a rerun retries them)."""
+    from stratus.app.sweep import run_config
+
+    return run_config(str(config), results, executor, workers, progress)
+
+
+def report(results, out, force: bool = False) -> dict:
+    """The papers' figures from a sweep's results as one HTML page with PNGs in ``out``."""
+    from stratus.app.report_html import write_report
+
+    return write_report(str(results), str(out), force)

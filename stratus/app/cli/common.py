@@ -1,0 +1,131 @@
+"""What every command's parser shares: one-line argparse errors, options generated from a
+spec's fields (one default and one validator each, in the spec), and printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from stratus.app import spec as S
+from stratus.errors import StratusError
+
+
+class UsageError(StratusError):
+    """A command line argparse refuses."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def add_spec(p: argparse.ArgumentParser, cls: type[S.Spec], skip: tuple[str, ...] = (),
+             positional: tuple[str, ...] = (), defaults: bool = False) -> None:
+    """``cls``'s fields as options of ``p``: ``--name-with-dashes``; argparse keeps no
+    default (the spec has it), so an option not given is not in the namespace. With
+    ``defaults`` the namespace gets the spec's defaults (for commands that read it)."""
+    from dataclasses import MISSING, fields
+
+    for f in fields(cls):
+        kind = f.metadata.get("cli", "value")
+        if not kind or f.name in skip:
+            continue
+        help_ = f.metadata.get("help", "")
+        if f.default is not MISSING and f.default not in (None, False, ""):
+            d = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
+            help_ += f" (default: {d})"
+        if f.metadata.get("choices"):
+            help_ += f" [{'|'.join(f.metadata['choices'])}]"
+        help_ = help_.replace("%", "%%")
+        if f.name in positional:
+            p.add_argument(f.name, help=help_)
+            continue
+        flag = S.cli_label(f.name)
+        default = f.default if defaults and f.default is not MISSING else argparse.SUPPRESS
+        if kind == "flag":
+            p.add_argument(flag, dest=f.name, action="store_true", default=default,
+                           help=help_)
+        elif kind == "bool":
+            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
+                           default=default, help=help_)
+        else:
+            p.add_argument(flag, dest=f.name, metavar=f.metadata.get("metavar"),
+                           required=f.default is MISSING, default=default, help=help_)
+
+
+def spec_from(args: argparse.Namespace, cls: type[S.Spec], **extra):
+    """The spec of the options ``args`` holds (the rest of ``args`` is the CLI's own:
+    --json, --force, output paths)."""
+    names = set(cls.option_names())
+    values = {k: v for k, v in vars(args).items() if k in names}
+    return cls.build({**values, **extra}, S.cli_label)
+
+
+def add_output_flags(p: argparse.ArgumentParser, progress: bool = False) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    if progress:
+        p.add_argument("--no-progress", action="store_true",
+                       help="no progress bar even on a terminal")
+
+
+def progress_wanted(args) -> bool:
+    from stratus.progress import ProgressBar
+
+    return not args.no_progress and ProgressBar.wanted()
+
+
+def number(what: str, lo: float | None = None, above: bool = False, integer: bool = False,
+           hi: float | None = None):
+    """An argparse type for the commands that keep argparse types (qos, share)."""
+    check = S.number(what, lo, above, hi, integer)
+
+    def parse(text: str):
+        try:
+            return check(text)
+        except S.Bad as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def add_trace_options(p: argparse.ArgumentParser) -> None:
+    """The trace window's options (for the commands whose other options are not a spec
+    yet: qos, share)."""
+    add_spec(p, S.WindowSpec, skip=("trace",), defaults=True)
+
+
+def window_of(args, trace_attr: str = "trace") -> S.WindowSpec:
+    """The window spec of a command's trace options."""
+    return spec_from(args, S.WindowSpec, trace=getattr(args, trace_attr))
+
+
+def print_doc(doc, as_json: bool, text) -> int:
+    """One JSON document with ``--json``, else ``text()``."""
+    print(json.dumps(doc, default=str) if as_json else text())
+    return 0
+
+
+def print_fields(doc: dict, as_json: bool) -> int:
+    from stratus.app.report import table
+
+    return print_doc(doc, as_json, lambda: table(("field", "value"), list(doc.items()),
+                                                 align_left=2))
+
+
+
+def normalize_window(args, trace_attr: str = "trace") -> S.WindowSpec:
+    """Validate the trace options of a command that reads ``args`` itself (qos, share) and
+    put their canonical values back (an integer seed, float hours)."""
+    w = window_of(args, trace_attr)
+    for k in S.WINDOW_KEYS:
+        if k != "trace":
+            setattr(args, k, getattr(w, k))
+    return w
+
+
+def inputs(*paths) -> list:
+    """The files and directories a command reads (an output may never be one of them)."""
+    from stratus.app.outputs import input_paths
+
+    return input_paths(*paths)
