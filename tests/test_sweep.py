@@ -99,7 +99,7 @@ def test_keys_follow_configuration_trace_content_and_code(tmp_path):
     ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\nwhat = 1\n", "unknown key"),
     ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\nscheduler = ['nosuch']\n",
      "unknown scheduler 'nosuch'"),
-    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\ntick = [-5]\n", "--tick"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\ntick = [-5]\n", "synthetic:mms: tick takes a number of seconds >= 1"),
     ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\nscheduler = []\n", "empty"),
     ("results = [\n", "not valid TOML"),
 ])

@@ -69,7 +69,6 @@ def test_cli_ml_predictor_reports_mcc(capsys):
 def test_the_aggregation_round_adds_states_the_oracle_never_reached(monkeypatch):
     """The cross-fitted round runs each stretch of the training jobs under a model fitted
     without it, and what it reaches is new: rows the oracle's run never produced."""
-    import argparse
 
     from stratus.app.waiting import train_wait_model
 

@@ -4,10 +4,9 @@ HTML page (``index.html``) with its PNGs beside it, written as a unit."""
 from __future__ import annotations
 
 import html
-import json
-import sys
 from pathlib import Path
 
+from stratus.app.figures_waiting import waiting_figures
 from stratus.errors import ConfigError
 
 CSS = """body{font-family:Georgia,serif;max-width:1100px;margin:2em auto;color:#222;
@@ -44,7 +43,7 @@ def build(results: Path) -> tuple[dict, dict]:
         raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
     ok = df[df["status"] == "ok"]
     failed = df[df["status"] != "ok"]
-    figs = figures.replay_figures(ok) + figures.waiting_figures(ok) if not ok.empty else []
+    figs = figures.replay_figures(ok) + waiting_figures(ok) if not ok.empty else []
     parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
              f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
              "shows the mean and spread over the windows (slices × seeds) of each trace, "

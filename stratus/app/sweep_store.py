@@ -185,7 +185,8 @@ def catalog_hashes(options: dict) -> dict:
 
 _CODE: list[str] = []
 # modules that read results but never make them: editing the report keeps finished rows
-_NOT_RESULTS = {"stratus/app/report_html.py", "stratus/app/figures.py", "stratus/app/paper.py"}
+_NOT_RESULTS = {"stratus/app/report_html.py", "stratus/app/figures.py",
+                "stratus/app/figures_waiting.py", "stratus/app/paper.py"}
 
 
 def code_version() -> str:

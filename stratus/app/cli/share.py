@@ -4,8 +4,13 @@ is the spec's, validated before the load."""
 
 from __future__ import annotations
 
-from stratus.app.cli.common import add_output_flags, add_trace_options, inputs, number, \
-    normalize_window
+from stratus.app.cli.common import (
+    add_output_flags,
+    add_trace_options,
+    inputs,
+    normalize_window,
+    number,
+)
 
 SHARE_COMMANDS = (("simulate", "one policy at N reserved: bill, waits, per-user charges"),
                   ("sweep", "price and wait against N for each policy, N* (Figs. 5-6)"),

@@ -7,8 +7,14 @@ import sys
 
 from stratus.app import api
 from stratus.app import spec as S
-from stratus.app.cli.common import add_output_flags, add_spec, inputs, print_doc, \
-    print_fields, spec_from
+from stratus.app.cli.common import (
+    add_output_flags,
+    add_spec,
+    inputs,
+    print_doc,
+    print_fields,
+    spec_from,
+)
 
 
 def add_parsers(sub) -> None:

@@ -1,0 +1,125 @@
+"""The report's waiting-policy figures (papers 000, 003): price, wait and opportunity cost
+against the reserved servers s, with the M/M/s model's curves (000 Figs. 13, 16)."""
+
+from __future__ import annotations
+
+import json
+
+from stratus.app.figures import Figure, _fmt, _opt, _stat, what_ran
+
+
+def waiting_figures(df) -> list[Figure]:
+    """Price, wait and opportunity cost against s per policy (000 Figs. 13 and 16), with the
+    queueing model's curves (000 §3-4) where the trace is the M/M/s one it models."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    w = df[df["command"] == "waiting"].copy()
+    if w.empty:
+        return []
+    w["policy"] = _opt(w, "policy", "?")
+    w["s"] = _opt(w, "reserved", None).astype(float)
+    figs = []
+    for label, g in w.groupby("trace_label", sort=False):
+        model = _model_curves(g)
+        rows = []
+        series = {}
+        for pol, gp in g.groupby("policy", sort=False):
+            pts = []
+            for s, gs in sorted(gp.groupby("s")):
+                st = {k: _stat(gs[k].astype(float)) for k in
+                      ("normalized_price", "mean_wait_s", "opportunity_cost")}
+                pts.append((s, st))
+                m = model.get((pol, s), {})
+                rows.append({"policy": pol, "s": int(s),
+                             "normalized price": _fmt(st["normalized_price"]),
+                             "model price": _r(m.get("normalized_price")),
+                             "mean wait s": _fmt(st["mean_wait_s"], 1),
+                             "model wait s": _r(m.get("wait_s"), 1),
+                             "opportunity cost": _fmt(st["opportunity_cost"], 2),
+                             "on-demand share": _fmt(_stat(gs["on_demand_fraction"]))})
+            series[pol] = pts
+
+        def draw(path, sr=series, md=model, label=label):
+            fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+            keys = ("normalized_price", "mean_wait_s", "opportunity_cost")
+            cmap = plt.get_cmap("tab10")
+            for i, (pol, pts) in enumerate(sr.items()):
+                for ax, k in zip(axes, keys):
+                    xs = [s for s, st in pts if st[k]["mean"] is not None]
+                    ys = [st[k]["mean"] for s, st in pts if st[k]["mean"] is not None]
+                    es = [st[k]["std"] for s, st in pts if st[k]["mean"] is not None]
+                    ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, color=cmap(i),
+                                label=pol)
+                    mk = {"normalized_price": "normalized_price", "mean_wait_s": "wait_s",
+                          "opportunity_cost": "opportunity_cost"}[k]
+                    mx = sorted(s for (p, s) in md if p == pol)
+                    if mx:
+                        ax.plot(mx, [md[(pol, s)][mk] for s in mx], ls="--", lw=1,
+                                color=cmap(i))
+            for ax, yl in zip(axes, ("normalized price P / po", "mean wait (s)",
+                                     "opportunity cost P × w")):
+                ax.set_xlabel("reserved servers s")
+                ax.set_ylabel(yl)
+            axes[0].legend(fontsize=7, frameon=False)
+            fig.suptitle(f"{label}: waiting policies against s (000 Figs. 13, 16); dashed: "
+                         "the queueing model", fontsize=10)
+            fig.tight_layout()
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+
+        slug = "".join(c if c.isalnum() else "-" for c in label.lower())
+        figs.append(Figure(
+            f"waiting-{slug}", f"Waiting policies on {label} — price, wait, opportunity cost",
+            "Normalized price (total bill over the jobs' core-hours at the on-demand price), "
+            "mean wait over all jobs, and opportunity cost P × w (000 §4.1.1) against the "
+            "number of reserved servers, mean ± sd over seeds/slices; dashed lines: the "
+            "queueing model (000 §3–4, stratus analyze) where the trace is the M/M/s one it "
+            "models. " + what_ran(g), draw, rows))
+    return figs
+
+
+def _r(v, d=3):
+    return "—" if v is None else f"{v:.{d}f}"
+
+
+def _model_curves(g) -> dict:
+    """The analyzer at each (policy, s) of an M/M/s trace of unit jobs on unit servers."""
+    from stratus.waiting.analysis import evaluate
+
+    out = {}
+    spec = g["trace"].iloc[0]
+    if not spec.startswith("synthetic:mms"):
+        return out
+    res = json.loads(g["result_json"].iloc[0])
+    name = res.get("trace", spec)
+    params = dict(kv.split("=", 1) for kv in name.split("?", 1)[1].split("&")) \
+        if "?" in name else {}
+    lam, mu = float(params.get("lam", 0.2)), float(params.get("mu", 0.002))
+    disc = _opt(g, "reserved_discount", None)
+    cores = _opt(g, "reserved_cores", None)
+    cpu = float(params.get("cpu", 2.0))
+    if disc[0] is None or cores[0] is None or float(cores[0]) != cpu:
+        return out  # not one job per server: the M/M/s model does not describe it
+    pf, po = 1.0 - float(disc[0]), 1.0
+    core_hour = float(res.get("server_ondemand_hourly") or 0.0) / float(cores[0])
+    b = _opt(g, "b", 0.0)
+    t = _opt(g, "t", 0.0)
+    for pol, s, bb, tt in set(zip(g["policy"], g["s"], b, t)):
+        if pol in ("ljw-spec",):
+            continue
+        try:
+            o = evaluate(pol, int(s), lam=lam, mu=mu, pf=pf, po=po, b=float(bb or 0),
+                         t=float(tt or 0)).as_dict()
+        except Exception:  # a policy the model does not cover
+            continue
+        if o.get("wait_s") is None:  # an unstable queue (AJW below the load): no curve
+            continue
+        out[(pol, s)] = {"normalized_price": o.get("normalized_price"),
+                         "wait_s": o.get("wait_s"),
+                         # in the simulator's units: P per core-hour of work × w
+                         "opportunity_cost": (o.get("normalized_price") or 0) * core_hour
+                         * (o.get("wait_s") or 0)}
+    return out

@@ -1,0 +1,46 @@
+"""Typed run specifications: one frozen dataclass per command, each option a field with
+exactly one default and one validator. The CLI parses argv into a spec, a sweep builds its
+cells' specs from TOML, and the Python API's keyword arguments are the fields; all three
+meet here, so one cell has one canonical form and one key wherever it was written.
+
+A validator takes what a user can write (a string from argv, a TOML or Python value) and
+returns the canonical value, or raises ``Bad`` with what it takes; the spec turns that into
+one ConfigError naming the option in the caller's terms (``--hours`` on the command line,
+``grid[0].hours`` in a sweep config, ``hours`` in Python)."""
+
+from stratus.app.spec.fields import (
+                                     CATALOG_HELP,
+                                     LABEL,
+                                     MIN_TICK_S,
+                                     Bad,
+                                     Spec,
+                                     cli_label,
+                                     flag,
+                                     labelled,
+                                     names,
+                                     number,
+                                     numbers,
+                                     opt,
+                                     text,
+)
+from stratus.app.spec.replay import (
+                                     WINDOW_KEYS,
+                                     CloudSpec,
+                                     CompareSpec,
+                                     EstimateSpec,
+                                     ReplaySpec,
+                                     SensitivitySpec,
+                                     WindowSpec,
+                                     slice_plan,
+)
+from stratus.app.spec.waiting import AdviseSpec, AnalyzeSpec, PoolOptions, ServerSpec, WaitingSpec
+
+__all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "flag",
+           "labelled", "names", "number", "numbers", "opt", "text", "WINDOW_KEYS",
+           "CloudSpec", "CompareSpec", "EstimateSpec", "ReplaySpec", "SensitivitySpec",
+           "WindowSpec", "slice_plan", "AdviseSpec", "AnalyzeSpec", "PoolOptions",
+           "ServerSpec", "WaitingSpec", "SPECS"]
+
+SPECS: dict[str, type[Spec]] = {s.command: s for s in (
+    ReplaySpec, CompareSpec, SensitivitySpec, EstimateSpec, WaitingSpec, AdviseSpec,
+    AnalyzeSpec)}

@@ -1,0 +1,292 @@
+"""The parts of a run specification: validators (what a user can write, to the canonical
+value), ``opt`` (a field with its one default and one validator) and ``Spec``."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+from stratus.errors import ConfigError
+
+MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
+CATALOG_HELP = ("instance catalog: a built-in name (see `stratus catalogs`) or your own "
+                "catalog file, .toml or .csv")
+
+
+class Bad(ValueError):
+    """A value an option does not take; the message says what it takes."""
+
+
+def _api_label(name: str) -> str:
+    return name
+
+
+#: how an option is named in an error: by the caller (CLI, sweep config, API)
+LABEL: contextvars.ContextVar[Callable[[str], str]] = contextvars.ContextVar(
+    "stratus_spec_label", default=_api_label)
+
+
+@contextmanager
+def labelled(label: Callable[[str], str]) -> Iterator[None]:
+    token = LABEL.set(label)
+    try:
+        yield
+    finally:
+        LABEL.reset(token)
+
+
+def cli_label(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+# --- validators -----------------------------------------------------------------------------
+def number(what: str, lo: float | None = None, above: bool = False, hi: float | None = None,
+           integer: bool = False, optional: bool = False) -> Callable[[Any], Any]:
+    """A finite number (an integer with ``integer``) >= lo (> lo with ``above``), <= hi."""
+    def check(v):
+        if v is None and optional:
+            return None
+        x = None
+        if isinstance(v, str):
+            try:
+                x = int(v) if integer else float(v)
+            except ValueError:
+                x = None
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            x = v
+            if integer and isinstance(v, float):
+                x = int(v) if v.is_integer() else None
+        ok = x is not None and math.isfinite(x) and (
+            lo is None or (x > lo if above else x >= lo)) and (hi is None or x <= hi)
+        if not ok:
+            bound = "" if lo is None else f" {'>' if above else '>='} {lo:g}"
+            bound += "" if hi is None else f" and <= {hi:g}"
+            raise Bad(f"takes {what}{bound}, got {v!r}")
+        return int(x) if integer else float(x)
+    return check
+
+
+def text(choices: tuple[str, ...] | None = None, optional: bool = False,
+         what: str = "a string") -> Callable[[Any], Any]:
+    def check(v):
+        if v is None and optional:
+            return None
+        if not isinstance(v, str) or (choices is None and not v.strip()):
+            raise Bad(f"takes {what}, got {v!r}")
+        if choices is not None and v not in choices:
+            raise Bad(f"takes {' or '.join(choices)}, got {v!r}")
+        return v
+    return check
+
+
+def flag(v):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    raise Bad(f"takes true or false, got {v!r}")
+
+
+def names(default_ok: bool = True) -> Callable[[Any], Any]:
+    """Comma-separated names or a list of them, as a tuple (None: the command's default)."""
+    def check(v):
+        if v is None and default_ok:
+            return None
+        items = v.split(",") if isinstance(v, str) else v
+        if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
+            raise Bad(f"takes comma-separated names or a list of names, got {v!r}")
+        out = tuple(x.strip() for x in items if x.strip())
+        if not out:
+            raise Bad("names no scheduler")
+        if len(set(out)) != len(out):
+            raise Bad(f"names one twice: {v!r}")
+        return out
+    return check
+
+
+def numbers(what: str, lo: float = 0.0, above: bool = True) -> Callable[[Any], Any]:
+    one = number(what, lo, above=above)
+
+    def check(v):
+        items = v.split(",") if isinstance(v, str) else v
+        if not isinstance(items, (list, tuple)):
+            items = [items]
+        vals = [one(x.strip() if isinstance(x, str) else x) for x in items
+                if not (isinstance(x, str) and not x.strip())]
+        if not vals:
+            raise Bad(f"takes comma-separated {what}, got {v!r}")
+        return tuple(sorted(set(vals)))
+    return check
+
+
+def _catalog(v):
+    if not isinstance(v, str) or not v.strip():
+        raise Bad(f"takes a catalog name or file, got {v!r}")
+    from pricing.catalog_files import get_catalog
+
+    get_catalog(v)  # an unknown name or a bad file: its own one-line error
+    return v
+
+
+def _scheduler(v):
+    if not isinstance(v, str):
+        raise Bad(f"takes a scheduler name, got {v!r}")
+    from stratus.app.registry import get_spec
+
+    get_spec(v)
+    return v
+
+
+def _estimator(v):
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise Bad(f"takes oracle, noisy:H or history, got {v!r}")
+    from stratus.app.registry import make_estimator
+
+    make_estimator(v, 0)
+    return v
+
+
+def _warmup(v):
+    from traces.spec import warmup_hours
+
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise Bad(f"takes a number of hours or 'auto', got {v!r}")
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    warmup_hours(v, 1.0)
+    return repr(float(v))
+
+
+def _spinup(v):
+    try:
+        lo, hi = (float(x) for x in str(v).split(","))
+    except ValueError:
+        raise Bad(f"takes LO,HI in seconds, got {v!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi):
+        raise Bad(f"takes LO,HI in seconds with 0 <= LO <= HI, got {v!r}")
+    return f"{lo!r},{hi!r}"
+
+
+def _footprint(v):
+    from stratus.footprint import footprint_name
+
+    return footprint_name(str(v))
+
+
+def _faults(v):
+    if v is None:
+        return None
+    from stratus.faults import parse_faults
+
+    parse_faults(str(v))
+    return str(v)
+
+
+def _market(v):
+    if v not in ("spot", "on-demand"):
+        raise ConfigError(f"unknown market {v!r} for elastic acquisitions; known: on-demand, "
+                          f"spot")
+    return v
+
+
+def _on_off(v):
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if v not in ("on", "off"):
+        raise Bad(f"takes on or off, got {v!r}")
+    return v
+
+
+def _path(v):
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise Bad(f"takes a file path, got {v!r}")
+    return v
+
+
+def _trace(v):
+    if not isinstance(v, str) or not v.strip():
+        raise Bad(f"takes synthetic:NAME[?k=v&...] or a trace file, got {v!r}")
+    if v.startswith("synthetic:"):
+        from traces.spec import parse_synthetic
+        from traces.synthetic import checked
+
+        name, params = parse_synthetic(v)
+        checked(name, params)  # a bad name or parameter fails before any cell runs
+    return v
+
+
+def opt(default: Any = MISSING, check: Callable[[Any], Any] | None = None, help: str = "",
+        metavar: str | None = None, cli: str = "value", identity: bool = True,
+        choices: tuple[str, ...] | None = None) -> Any:
+    """A spec field. ``cli``: "value" (--x V), "flag" (--x), "bool" (--x/--no-x) or "" (not
+    on the command line); ``identity``: False for what does not change a result (--jobs)."""
+    meta = {"check": check, "help": help, "metavar": metavar, "cli": cli,
+            "identity": identity, "choices": choices}
+    return field(default=default, metadata=meta)
+
+
+# --- specs ----------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Spec:
+    """Validated on construction; ``canonical()`` is what names a run."""
+    command: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        label = LABEL.get()
+        for f in fields(self):
+            check = f.metadata.get("check")
+            if check is None:
+                continue
+            try:
+                v = check(getattr(self, f.name))
+            except Bad as exc:
+                raise ConfigError(f"{label(f.name)} {exc}") from None
+            except ConfigError as exc:  # a validator's own message: say which option
+                msg = str(exc)
+                where = label(f.name)
+                raise ConfigError(msg if where in msg else f"{where}: {msg}") from None
+            object.__setattr__(self, f.name, v)
+        self.check()
+
+    def check(self) -> None:
+        """Checks across fields (after each field's own)."""
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def build(cls, values: dict, label: Callable[[str], str] | None = None):
+        """A spec from a mapping of option names; an unknown name is one ConfigError."""
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(values) - known)
+        lab = label or LABEL.get()
+        if bad:
+            raise ConfigError(f"{lab(bad[0])}: not an option of {cls.command or cls.__name__}"
+                              f" (known: {', '.join(sorted(known))})")
+        with labelled(lab):
+            return cls(**values)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def canonical(self) -> dict:
+        """Every field that decides the result, defaults included: one cell, one form."""
+        return {"command": self.command,
+                **{f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                   if f.metadata.get("identity", True)}}
+
+
+def _plain(v):
+    return list(v) if isinstance(v, tuple) else v
+
+

@@ -1,0 +1,207 @@
+"""The specs of the replay commands: the trace window, the cloud, ``replay``, ``compare``,
+``sensitivity`` and ``estimate``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from stratus.app.spec.fields import (
+    CATALOG_HELP,
+    MIN_TICK_S,
+    Bad,
+    Spec,
+    _catalog,
+    _estimator,
+    _faults,
+    _footprint,
+    _market,
+    _on_off,
+    _path,
+    _scheduler,
+    _spinup,
+    _trace,
+    _warmup,
+    flag,
+    names,
+    number,
+    numbers,
+    opt,
+    text,
+)
+from stratus.errors import ConfigError
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowSpec(Spec):
+    """The trace and the window cut from it (Stratus §4.2: seeded random 1-day slices)."""
+    trace: str = opt(check=_trace, help="synthetic:NAME[?k=v&...] or a trace file")
+    format: str | None = opt(None, text(optional=True, what="a trace format name"),
+                             help="trace file format, e.g. swf, google2011, umass, "
+                                  "generic?... (see `stratus traces formats`)")
+    hours: float | None = opt(None, number("a number of hours", 0, optional=True),
+                              help="length of the window in hours")
+    start: float | None = opt(None, number("a number of seconds", optional=True),
+                              help="window start, seconds of trace time")
+    slice: int | None = opt(None, number("an integer", 0, integer=True, optional=True),
+                            metavar="K", help="use seeded random window K of --slices "
+                                              "(Stratus §4.2: 1-day ranges)")
+    slices: int | None = opt(None, number("an integer", 1, integer=True, optional=True),
+                             metavar="N", help="number of random windows --slice picks from "
+                             "(20); compare and sensitivity without --slice: run slices "
+                             "0..N-1 and report the spread")
+    seed: int = opt(0, number("an integer", 0, integer=True, hi=2**63 - 1),
+                    help="seed for workload, spin-up, noise, slices")
+
+    def check(self) -> None:
+        super().check()
+        if self.slice is not None and not self.slice < (self.slices or 20):
+            raise ConfigError(f"slice {self.slice} is out of range: there are "
+                              f"{self.slices or 20} slices (0..{(self.slices or 20) - 1})")
+
+    def window(self) -> dict:
+        return {k: getattr(self, k) for k in WINDOW_KEYS}
+
+
+WINDOW_KEYS = ("trace", "format", "hours", "start", "slice", "slices", "seed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloudSpec(WindowSpec):
+    """The simulated cloud a replay runs in, and the estimator it predicts with."""
+    tick: float = opt(60.0, number("a number of seconds", MIN_TICK_S),
+                      help="scheduling interval in seconds (at least 1)")
+    market: str = opt("spot", _market,
+                      help="market for acquisitions: spot (bid = on-demand) or on-demand")
+    spot_prices: str | None = opt(None, _path, metavar="FILE",
+                                  help="AWS spot price history (JSON, CSV/TSV, text, Parquet); "
+                                       "default: synthetic (the bundled trace for m4)")
+    spot_zone: str | None = opt(None, text(optional=True),
+                                help="availability zone to take from --spot-prices")
+    spot_start: float = opt(0.0, number("a number of seconds"),
+                            help="seconds into the spot history that line up with trace "
+                                 "time 0")
+    estimator: str | None = opt(None, _estimator,
+                                help="oracle, noisy:H or history (default: the scheduler's, "
+                                     "else oracle)")
+    warmup_hours: str = opt("auto", _warmup, metavar="H|auto",
+                            help="history a learning estimator trains on before the window "
+                                 "(auto: the window's length, 1 to 24 hours)")
+    catalog: str = opt("m4", _catalog, metavar="NAME|FILE", help=CATALOG_HELP)
+    drop_oversized: bool = opt(False, flag, cli="flag",
+                               help="drop jobs with a task larger than every instance type "
+                                    "(reported)")
+    spinup: str = opt("30,160", _spinup, help="instance spin-up range LO,HI seconds")
+    migration_mbps: float = opt(160.0, number("a rate in Mbit/s", 0, above=True),
+                                help="migration rate, Mbit/s")
+    migration_footprint: str = opt("request", _footprint, metavar="request|usage:F",
+                                   help="memory a migration moves: the request or F in "
+                                        "(0, 1] of it")
+    max_hours: float | None = opt(None, number("a number of hours", 0, above=True,
+                                               optional=True), metavar="H",
+                                  help="stop a replay H simulated hours after it starts; "
+                                       "tasks not done by then are reported unfinished "
+                                       "(default: run until every task is done or capacity "
+                                       "can never be had)")
+    faults: str | None = opt(None, _faults, metavar="crash:R,ice:P[,ice-window:S]",
+                             help="the cloud's own faults (seeded): instances crash at R per "
+                                  "instance-hour; a request fails with probability P, and "
+                                  "with ice-window its type stays unavailable S seconds "
+                                  "(default: none)")
+    anti_affinity: str = opt("on", _on_off, choices=("on", "off"),
+                             help="honour the trace's anti_affinity flags: no two flagged "
+                                  "tasks of one job on one instance at once (off ignores them)")
+
+    def check(self) -> None:
+        super().check()
+        if self.market == "on-demand" and self.spot_prices:
+            raise ConfigError("--spot-prices given with --market on-demand")
+        if self.spot_zone and not self.spot_prices:
+            raise ConfigError("--spot-zone needs --spot-prices (the bundled trace has one "
+                              "zone)")
+
+    def cloud(self, **changes) -> CloudSpec:
+        """Just the cloud and the window (what one replay needs), with ``changes``."""
+        names = [f.name for f in fields(CloudSpec)]
+        return CloudSpec(**{**{n: getattr(self, n) for n in names}, **changes})
+
+    def spinup_range(self) -> tuple[float, float]:
+        lo, hi = (float(x) for x in self.spinup.split(","))
+        return lo, hi
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplaySpec(CloudSpec):
+    command: ClassVar[str] = "replay"
+    scheduler: str = opt("stratus", _scheduler, help="see `stratus schedulers`")
+
+
+def _jobs(v):
+    try:
+        return number("an integer", 1, integer=True, optional=True)(v)
+    except Bad:
+        raise Bad(f"must be at least 1, got {v}") from None
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareSpec(CloudSpec):
+    command: ClassVar[str] = "compare"
+    schedulers: tuple[str, ...] | None = opt(
+        None, names(), help="comma-separated names (default: every policy; cost models such "
+                            "as fargate by name)")
+    jobs: int | None = opt(None, _jobs, metavar="N", identity=False,
+                           help="replay schedulers in N processes (default: one per core; 1: "
+                                "serially in this process)")
+
+    def check(self) -> None:
+        super().check()
+        _check_slice_plan(self)
+        for n in self.schedulers or ():
+            _scheduler(n)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SensitivitySpec(CloudSpec):
+    command: ClassVar[str] = "sensitivity"
+    h: tuple[float, ...] = opt((0.01, 0.1, 1.0, 10.0, 100.0),
+                               numbers("positive numbers"), metavar="LIST",
+                               help="estimate-error factors, comma-separated")
+    schedulers: tuple[str, ...] = opt(("stratus", "stratus-noclear"), names(False),
+                                      help="comma-separated names; the first is the "
+                                           "reference")
+    jobs: int | None = opt(None, _jobs, metavar="N", identity=False,
+                           help="replays in N processes (default: one per core)")
+
+    def check(self) -> None:
+        super().check()
+        if self.estimator is not None:
+            raise ConfigError("sensitivity sets the estimator itself (noisy:h); drop "
+                              "--estimator")
+        _check_slice_plan(self)
+        for n in self.schedulers:
+            _scheduler(n)
+
+
+def _check_slice_plan(s: WindowSpec) -> None:
+    if s.slices is not None and s.slice is None and s.start is not None:
+        raise ConfigError("--slices N replays N random windows: it cannot be combined with "
+                          "--start (use --slice K to pick one)")
+
+
+def slice_plan(s: WindowSpec) -> list[int | None]:
+    """The slices a compare or sensitivity run replays: [None] for the one window the trace
+    options name; slices 0..N-1 for --slices N without --slice."""
+    if s.slice is not None or s.slices is None:
+        return [None]
+    return list(range(s.slices))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstimateSpec(WindowSpec):
+    command: ClassVar[str] = "estimate"
+    estimator: str = opt("history", _estimator, help="oracle, noisy:H or history")
+    warmup_hours: str = opt("auto", _warmup, metavar="H|auto",
+                            help="history a learning estimator trains on before the window")
+
+
