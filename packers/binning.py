@@ -325,6 +325,12 @@ class RuntimeBinPacker:
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
         self.blacklist: set[int] = set()
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: instance ids start again (the blacklist is emptied in place:
+        migrators share it)."""
+        self.blacklist.clear()
         self._index: BinIndex | None = None
         self._index_plan: Plan | None = None
 

@@ -157,6 +157,10 @@ class Binpack:
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim
         self.name = "binpack-" + ("cpu" if dim == 0 else "mem")
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: drop the index of the last one's instances."""
         self._view: ClusterView | None = None
         self._idx: BinpackIndex | None = None
         self._insts: dict[int, Instance] = {}

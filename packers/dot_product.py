@@ -201,6 +201,12 @@ class DotProductPacker:
 
     def __init__(self) -> None:
         self.blacklist: set[int] = set()
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: instance ids start again (the blacklist is emptied in place:
+        migrators share it)."""
+        self.blacklist.clear()
         self._view: ClusterView | None = None
         self._lives: dict[str, LiveIndex] = {}
         self._index: DotIndex | None = None

@@ -25,20 +25,27 @@ class FirstFit:
     general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:
+        self.blacklist: set[int] = set()
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: instance ids start again (the blacklist is emptied in place:
+        migrators share it)."""
+        self.blacklist.clear()
         self._view: ClusterView | None = None
         self._index = LiveIndex()
         self._plan: Plan | None = None
-        self.blacklist: set[int] = set()
 
     def index(self, view: ClusterView, plan: Plan) -> LiveIndex:
         """The capacity index in step with ``view`` and what ``plan`` promised so far
         (synced once per plan; parts that place through it must call ``took``).
         Blacklisted instances' slots are dead in the tree (Stratus §3.4)."""
         index = self._index
-        if view is not self._view:  # another replay: start afresh
+        if view is not self._view:  # another replay: start afresh (as reset())
             self._view, index = view, LiveIndex()
             self._index = index
             self._plan = None
+            self.blacklist.clear()  # ids of the last replay's instances
         if plan is not self._plan:
             self._plan = plan
             index.sync(view.instances)

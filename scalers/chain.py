@@ -15,6 +15,11 @@ class MigratorChain:
         self.parts = parts
         self.name = "+".join(p.name for p in parts)
 
+    def reset(self) -> None:
+        for p in self.parts:
+            if hasattr(p, "reset"):
+                p.reset()
+
     def start(self, view: ClusterView) -> None:
         for p in self.parts:
             if hasattr(p, "start"):

@@ -28,6 +28,11 @@ class InstanceClearing:
         self.packer = packer
         self.threshold = threshold
         self.ticks = ticks
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: instance ids start again, and so do the counts (the packer and
+        its blacklist are reset by their owner, stratus.compose)."""
         self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks
         self.instances_cleared = 0
         self.tasks_migrated = 0

@@ -64,6 +64,11 @@ class PriceHopping:
         self.bid_factor = bid_factor
         self.unit = unit
         self.packer = packer
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: counts, its own blacklist and the tracking start again (a shared
+        packer's blacklist is reset by its owner, stratus.compose)."""
         self._own_blacklist: set[int] = set()
         self.hops = 0
         self.tasks_hopped = 0

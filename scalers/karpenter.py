@@ -165,6 +165,11 @@ class KarpenterConsolidation:
         self.consolidate_after = consolidate_after
         self.budget = budget
         self.replace = replace
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay: instance ids and counts start again (the packer and its blacklist
+        are reset by their owner, stratus.compose)."""
         self._sig: dict[int, tuple[Vec, int]] = {}  # iid -> (free, tasks ever hosted)
         self._since: dict[int, float] = {}  # iid -> when its task set last changed
         self.nodes_deleted = 0

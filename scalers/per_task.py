@@ -43,7 +43,8 @@ class TypeChoice(Protocol):
 
     def choose(self, req: Vec) -> InstanceType | None:
         """The type to acquire for a task of request ``req`` (None: none fits; it waits;
-        Stratus §3.3 bids the on-demand price, so a type above it is not acquirable)."""
+        Stratus §3.3 bids the on-demand price, so a type above it is not acquirable).
+        A choice with state kept across ticks also has ``reset()`` (a new replay)."""
 
 
 class LowestPrice:
@@ -63,6 +64,10 @@ class Diversified:
     name = "diversified"
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """A new replay starts from the catalog's first pool."""
         self.cursor = 0  # index into the catalog of the next pool to draw from
 
     def begin(self, view: ClusterView) -> None:
@@ -108,7 +113,11 @@ class PerTaskScaler:
         self.choice = choice
         self.copack = copack
         self.name = f"per-task-{choice.name}" + ("" if copack is None else "+copack")
-        self._idx: BinpackIndex | None = None
+        self._idx: BinpackIndex | None = None  # scratch, emptied after each tick
+
+    def reset(self) -> None:
+        if hasattr(self.choice, "reset"):
+            self.choice.reset()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         choice = self.choice

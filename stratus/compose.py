@@ -106,7 +106,27 @@ def conflicts(tasks: Iterable[Task]) -> bool:
     return False
 
 
+class Scheduler(Protocol):
+    """What the engine replays: ``schedule(view)`` once per scheduling tick. Optional
+    hooks, called when present:
+
+    * ``reset()``: at the start of every replay, before any other call. Forget everything
+      from an earlier replay (counters, caches, indexes keyed by instance id, cursors), so
+      that one object replays the same trace twice alike. Parts with such state implement
+      it too; ``ComposedScheduler`` forwards it.
+    * ``start(view)``: then, with the new replay's view, before the first tick.
+    * ``stats()``: at the end, a dict merged into the replay's summary.
+    """
+
+    name: str
+
+    def schedule(self, view: ClusterView) -> Decisions:
+        """This tick's decisions."""
+
+
 class Packer(Protocol):
+    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+
     name: str
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
@@ -114,6 +134,8 @@ class Packer(Protocol):
 
 
 class Scaler(Protocol):
+    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+
     name: str
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
@@ -121,6 +143,8 @@ class Scaler(Protocol):
 
 
 class Migrator(Protocol):
+    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+
     name: str
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
@@ -128,7 +152,7 @@ class Migrator(Protocol):
 
 
 class ComposedScheduler:
-    """packer -> scaler -> migrator, once per tick."""
+    """A ``Scheduler``: packer -> scaler -> migrator, once per tick."""
 
     def __init__(self, name: str, scaler: Scaler, packer: Packer | None = None,
                  migrator: Migrator | None = None, description: str = "") -> None:
@@ -137,6 +161,13 @@ class ComposedScheduler:
         self.scaler = scaler
         self.migrator = migrator
         self.description = description
+
+    def reset(self) -> None:
+        """Forward to the parts (each resets its own state only: the packer a migrator
+        blacklists through is reset here, as the packer)."""
+        for part in (self.packer, self.scaler, self.migrator):
+            if part is not None and hasattr(part, "reset"):
+                part.reset()
 
     def start(self, view: ClusterView) -> None:
         for part in (self.packer, self.scaler, self.migrator):

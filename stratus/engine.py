@@ -14,13 +14,14 @@ it (Stratus §4.1, "VM acquisition/termination").
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import time as _time
 from array import array
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from heapq import heappop, heappush
 from itertools import count
 from operator import add, sub
@@ -63,7 +64,10 @@ HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than
 
 @dataclass
 class ReplayConfig:
-    """Everything about the simulated cloud that is not the workload or the policy."""
+    """Everything about the simulated cloud that is not the workload or the policy.
+
+    A replay reads it and never writes it, so one config serves any number of replays
+    alike; an online-learning ``estimator`` learns on the replay's own copy (``Engine``)."""
 
     tick_s: float = 60.0
     spinup_s: tuple[float, float] = (30.0, 160.0)  # Stratus §4.1
@@ -120,7 +124,12 @@ def rare_gc():
 
 
 class Engine:
-    """One replay of one trace under one scheduler. Use ``replay()``."""
+    """One replay of one trace under one scheduler. Use ``replay()``.
+
+    ``cfg`` is copied, never written: ``self.cfg`` is the resolved copy (prices, catalog,
+    estimator filled in). ``self.estimator`` is the estimator this replay used: for an
+    online learner, a copy of the caller's with what it learned here (pass it in the next
+    replay's config to carry that learning over)."""
 
     def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
         with rare_gc():
@@ -128,6 +137,9 @@ class Engine:
 
     def _init(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
         cfg.validate()
+        # a private copy, resolved here (prices, catalog, estimator): the caller's config is
+        # never written, so one config replays any number of times alike
+        cfg = replace(cfg)
         self.cfg = cfg
         self.trace = trace
         self.scheduler = scheduler
@@ -151,6 +163,10 @@ class Engine:
             raise ConfigError(f"ReplayConfig.estimator takes an Estimator object, got "
                               f"{cfg.estimator!r} (stratus.app.registry.make_estimator "
                               f"resolves a name)")
+        elif cfg.estimator.learns_online:
+            # an online learner learns on a copy: the caller's keeps its warm-up fit and
+            # learns nothing from this replay (docs/decisions.md, "Reusable objects")
+            cfg.estimator = copy.deepcopy(cfg.estimator)
         self.estimator: Estimator = cfg.estimator
         self.now = 0.0
         self._rng = np.random.default_rng([cfg.seed, 0xC10D])
@@ -780,6 +796,11 @@ class Engine:
         wall0 = _time.perf_counter()
         cfg = self.cfg
         self.estimator.bind(self.trace)
+        # the scheduler forgets any earlier replay (stratus.compose.Scheduler), before the
+        # empty-trace return too: its stats() go into this replay's summary
+        reset = getattr(self.scheduler, "reset", None)
+        if reset is not None:
+            reset()
         if self.n == 0:
             return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self._submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
@@ -923,12 +944,16 @@ class Engine:
 
 def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides) -> ReplayResult:
     """Replay ``trace`` under ``scheduler``, an object with ``schedule(view)`` (names are
-    resolved by the application layer, ``stratus.app.registry.make_scheduler``)."""
+    resolved by the application layer, ``stratus.app.registry.make_scheduler``; see
+    ``stratus.compose.Scheduler``). ``overrides`` set fields of a copy of ``cfg``: neither
+    ``cfg`` nor ``scheduler`` carries anything into the next replay."""
     cfg = cfg or ReplayConfig()
-    for k, v in overrides.items():
-        if not hasattr(cfg, k):
+    known = {f.name for f in fields(cfg)}
+    for k in overrides:
+        if k not in known:
             raise ConfigError(f"unknown replay option {k!r}")
-        setattr(cfg, k, v)
+    if overrides:
+        cfg = replace(cfg, **overrides)
     if isinstance(scheduler, str) or not callable(getattr(scheduler, "schedule", None)):
         raise ConfigError(f"replay takes a scheduler object, got {scheduler!r} "
                           f"(stratus.app.registry.make_scheduler resolves a name)")

@@ -5,6 +5,10 @@ The engine calls ``bind(trace)`` once before a replay, ``predict(tasks)`` for ea
 of newly arrived tasks, and ``observe(tasks)`` when a job completes (online learners
 only). Predictions are total runtimes in seconds; what remains of a running task is
 derived in the cluster view (see ``remaining_estimate``).
+
+An online learner (``learns_online``) is deep-copied by the engine at the start of each
+replay: it learns on the copy, and the caller's object keeps what it had, a warm-up
+``fit`` included (docs/decisions.md, "Reusable objects").
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -87,6 +88,7 @@ class FargateCostModel:
 
         wall0 = time.perf_counter()
         cfg.validate()
+        cfg = replace(cfg)  # resolved on a copy: the caller's is never written (as the engine)
         if cfg.prices is None:
             configure_market(cfg, cfg.market)
         if cfg.prices.catalog is not cfg.catalog:

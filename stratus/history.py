@@ -58,6 +58,11 @@ class _Group(Window):
         super().__init__(size)
         self.stats: tuple[float, ...] | None = None
 
+    def __deepcopy__(self, memo: dict) -> _Group:
+        new = super().__deepcopy__(memo)
+        new.stats = self.stats  # a tuple of floats
+        return new
+
     def statistics(self) -> tuple[float, ...]:
         if self.stats is None:
             self.stats = tuple(f(self) for f in STATISTICS.values())
