@@ -252,11 +252,25 @@ class CoverSolver:
         return c
 
 
+@lru_cache(maxsize=1)
+def _model_class():
+    """CpModel without the pre-PEP 8 aliases: OR-Tools >= 9.12 makes them in every
+    ``CpModel()`` (a walk over ``dir(self)``, ~2 ms, as long as a solve of these models);
+    nothing here calls them, and the model built, hence the solve, is the same."""
+    from ortools.sat.python import cp_model
+
+    class Model(cp_model.CpModel):
+        def _add_pre_pep8_methods(self) -> None:
+            pass
+
+    return Model
+
+
 def _cp_sat(load, caps, cost, ub, det_limit: float) -> tuple[int, int | None, float]:
     """CP-SAT on one key: (proven lower bound, best cover or None, deterministic time)."""
     from ortools.sat.python import cp_model
 
-    m = cp_model.CpModel()
+    m = _model_class()()
     xs = [m.new_int_var(0, u, f"x{j}") for j, u in enumerate(ub)]
     for d, need in enumerate(load):
         if need:
