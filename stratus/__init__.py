@@ -22,6 +22,10 @@ def __getattr__(name: str):
         import stratus.waiting as waiting
 
         return waiting
+    if name == "sharing":
+        import stratus.sharing as sharing
+
+        return sharing
     if name in __all__:
         from stratus.app import api
 

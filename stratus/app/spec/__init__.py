@@ -9,38 +9,49 @@ one ConfigError naming the option in the caller's terms (``--hours`` on the comm
 ``grid[0].hours`` in a sweep config, ``hours`` in Python)."""
 
 from stratus.app.spec.fields import (
-                                     CATALOG_HELP,
-                                     LABEL,
-                                     MIN_TICK_S,
-                                     Bad,
-                                     Spec,
-                                     cli_label,
-                                     flag,
-                                     labelled,
-                                     names,
-                                     number,
-                                     numbers,
-                                     opt,
-                                     text,
+    CATALOG_HELP,
+    LABEL,
+    MIN_TICK_S,
+    Bad,
+    Spec,
+    cli_label,
+    flag,
+    labelled,
+    names,
+    number,
+    numbers,
+    opt,
+    text,
 )
 from stratus.app.spec.replay import (
-                                     WINDOW_KEYS,
-                                     CloudSpec,
-                                     CompareSpec,
-                                     EstimateSpec,
-                                     ReplaySpec,
-                                     SensitivitySpec,
-                                     WindowSpec,
-                                     slice_plan,
+    WINDOW_KEYS,
+    CloudSpec,
+    CompareSpec,
+    EstimateSpec,
+    ReplaySpec,
+    SensitivitySpec,
+    SpotPrices,
+    WindowSpec,
+    slice_plan,
+)
+from stratus.app.spec.share import (
+    SHARE_SPECS,
+    ShareDefectSpec,
+    ShareOptions,
+    ShareSimulateSpec,
+    ShareSoloSpec,
+    ShareSweepSpec,
 )
 from stratus.app.spec.waiting import AdviseSpec, AnalyzeSpec, PoolOptions, ServerSpec, WaitingSpec
 
 __all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "flag",
            "labelled", "names", "number", "numbers", "opt", "text", "WINDOW_KEYS",
            "CloudSpec", "CompareSpec", "EstimateSpec", "ReplaySpec", "SensitivitySpec",
-           "WindowSpec", "slice_plan", "AdviseSpec", "AnalyzeSpec", "PoolOptions",
-           "ServerSpec", "WaitingSpec", "SPECS"]
+           "SpotPrices", "WindowSpec", "slice_plan", "SHARE_SPECS", "ShareDefectSpec",
+           "ShareOptions", "ShareSimulateSpec", "ShareSoloSpec", "ShareSweepSpec",
+           "AdviseSpec", "AnalyzeSpec", "PoolOptions", "ServerSpec", "WaitingSpec", "SPECS"]
 
+#: every command's spec, by the command's name
 SPECS: dict[str, type[Spec]] = {s.command: s for s in (
     ReplaySpec, CompareSpec, SensitivitySpec, EstimateSpec, WaitingSpec, AdviseSpec,
-    AnalyzeSpec)}
+    AnalyzeSpec, *SHARE_SPECS.values())}

@@ -67,12 +67,8 @@ WINDOW_KEYS = ("trace", "format", "hours", "start", "slice", "slices", "seed")
 
 
 @dataclass(frozen=True, kw_only=True)
-class CloudSpec(WindowSpec):
-    """The simulated cloud a replay runs in, and the estimator it predicts with."""
-    tick: float = opt(60.0, number("a number of seconds", MIN_TICK_S),
-                      help="scheduling interval in seconds (at least 1)")
-    market: str = opt("spot", _market,
-                      help="market for acquisitions: spot (bid = on-demand) or on-demand")
+class SpotPrices(Spec):
+    """Where spot prices come from: an AWS price history, or the synthetic model."""
     spot_prices: str | None = opt(None, _path, metavar="FILE",
                                   help="AWS spot price history (JSON, CSV/TSV, text, Parquet); "
                                        "default: synthetic (the bundled trace for m4)")
@@ -81,6 +77,15 @@ class CloudSpec(WindowSpec):
     spot_start: float = opt(0.0, number("a number of seconds"),
                             help="seconds into the spot history that line up with trace "
                                  "time 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloudSpec(WindowSpec, SpotPrices):
+    """The simulated cloud a replay runs in, and the estimator it predicts with."""
+    tick: float = opt(60.0, number("a number of seconds", MIN_TICK_S),
+                      help="scheduling interval in seconds (at least 1)")
+    market: str = opt("spot", _market,
+                      help="market for acquisitions: spot (bid = on-demand) or on-demand")
     estimator: str | None = opt(None, _estimator,
                                 help="oracle, noisy:H or history (default: the scheduler's, "
                                      "else oracle)")

@@ -12,7 +12,6 @@ from stratus.app.spec.fields import (
     Spec,
     _catalog,
     _estimator,
-    _path,
     _scheduler,
     _warmup,
     flag,
@@ -20,7 +19,7 @@ from stratus.app.spec.fields import (
     opt,
     text,
 )
-from stratus.app.spec.replay import WindowSpec
+from stratus.app.spec.replay import SpotPrices, WindowSpec
 from stratus.errors import ConfigError
 
 
@@ -93,7 +92,7 @@ class PoolOptions(WindowSpec, ServerSpec):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WaitingSpec(PoolOptions):
+class WaitingSpec(PoolOptions, SpotPrices):
     command: ClassVar[str] = "waiting"
     reserved: int = opt(check=number("a whole number of servers", 0, integer=True,
                                      hi=1_000_000), metavar="S", help="reserved servers")
@@ -101,14 +100,6 @@ class WaitingSpec(PoolOptions):
                                 metavar="on-demand|spot",
                                 help="(ljw-spec) the market speculative runs use; spot: the "
                                      "engine's bid and revocations, a revoked run restarts")
-    spot_prices: str | None = opt(None, _path, metavar="FILE",
-                                  help="(spot) AWS spot price history; default: synthetic "
-                                       "(the bundled trace for m4)")
-    spot_zone: str | None = opt(None, text(optional=True),
-                                help="availability zone to take from --spot-prices")
-    spot_start: float = opt(0.0, number("a number of seconds"),
-                            help="seconds into the spot history that line up with trace "
-                                 "time 0")
     steady_state: float | None = opt(None, number("a fraction", 0, hi=0.5, optional=True),
                                      metavar="F",
                                      help="drop the first and last F of jobs from the wait "
