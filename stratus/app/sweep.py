@@ -40,24 +40,13 @@ from pathlib import Path
 from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.spec import Spec
-from stratus.app.sweep_run import CellBar, check_executor, dask_cells, local_cells
+from stratus.app.sweep_run import Cell, CellBar, check_executor, dask_cells, local_cells
 from stratus.errors import ConfigError
 
 COMMANDS = ("replay", "waiting")
 SPECS = {"replay": S.ReplaySpec, "waiting": S.WaitingSpec}
 TRACE_KEYS = {"label", "spec", "format", "hours", "start", "slices", "slice", "seeds"}
 ALIASES = {"schedulers": "scheduler", "policies": "policy", "s": "reserved"}
-
-
-@dataclass
-class Cell:
-    """One run of the grid: its spec (what decides its result) and what names it in the
-    report (the trace's label, the grid's options as written)."""
-    command: str
-    trace: dict            # label, spec, format, hours, start, slice, slices, seed
-    options: dict          # option name -> value, after aliases, as the config wrote it
-    spec: Spec | None = None
-    key: str = ""
 
 
 def cell_spec(command: str, trace: dict, options: dict,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stratus.app import spec as S
@@ -15,7 +16,18 @@ from stratus.errors import ConfigError
 
 if TYPE_CHECKING:
     from stratus.app.spec import Spec
-    from stratus.app.sweep import Cell
+
+
+@dataclass
+class Cell:
+    """One run of the grid: its spec (what decides its result) and what names it in the
+    report (the trace's label, the grid's options as written)."""
+    command: str
+    trace: dict            # label, spec, format, hours, start, slice, slices, seed
+    options: dict          # option name -> value, after aliases, as the config wrote it
+    spec: Spec | None = None
+    key: str = ""
+
 
 # the replay summary's numbers a report reads, flattened into columns: compare's metrics
 # (those a single summary has; normalized cost is relative to the other cells) and a few more
