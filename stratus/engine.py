@@ -88,6 +88,8 @@ class ReplayConfig:
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
+    # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
+    # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -790,7 +792,12 @@ class Engine:
 
     def run(self) -> ReplayResult:
         with rare_gc():
-            return self._run()
+            try:
+                return self._run()
+            finally:  # a progress hook that draws (stratus.progress) ends its bar
+                close = getattr(self.cfg.progress, "close", None)
+                if close is not None:
+                    close()
 
     def _run(self) -> ReplayResult:
         wall0 = _time.perf_counter()
