@@ -31,7 +31,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -225,18 +224,20 @@ def run_sweep(plan: Plan, executor: str, workers: int, progress: bool) -> dict:
     todo.sort(key=lambda c: (c.trace["label"], str(c.trace.get("slice")), c.trace["seed"]))
     bar = CellBar(len(todo), progress)
     failed = []
-    if todo:
-        run = local_cells(todo, code, workers) if executor == "local" else \
-            dask_cells(todo, code, executor, workers)
+    try:
+        run = (local_cells(todo, code, workers) if executor == "local" else
+               dask_cells(todo, code, executor, workers)) if todo else ()
         for cell, row in run:
             store.write_row(results, row)
             ok = row["status"] == "ok"
             if not ok:
                 failed.append({"key": cell.key, "trace": cell.trace["label"],
                                "options": cell.options, "error": row["error"]})
-                print(f"stratus: cell failed: {cell.trace['label']} {cell.options}: "
-                      f"{row['error']}", file=sys.stderr, flush=True)
+                bar.say(f"stratus: cell failed: {cell.trace['label']} {cell.options}: "
+                        f"{row['error']}")
             bar.step(ok)
+    finally:
+        bar.close()
     return {"cells_total": len(plan.cells), "cells_run": len(todo),
             "cells_skipped": len(plan.cells) - len(todo), "cells_failed": len(failed),
             "results_dir": str(results), "executor": executor, "workers": workers,

@@ -194,31 +194,50 @@ def dask_cells(cells: list[Cell], code: str, executor: str, workers: int):
 
 
 class CellBar:
-    """Cells done and the time left, on stderr, on a terminal only."""
+    """Cells done, failed, and the time left, drawn by rich on stderr, on a terminal only
+    (a cell is seconds to minutes: each one redraws)."""
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.total, self.done, self.failed = total, 0, 0
-        self.enabled = enabled and total > 0
-        self.t0 = time.perf_counter()
+        self._progress = None
+        if enabled and total > 0:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("cells, {task.fields[failed]} failed"), TimeRemainingColumn(),
+                console=Console(file=sys.stderr), auto_refresh=False, transient=False,
+                redirect_stdout=False, redirect_stderr=False)
+            self._task = self._progress.add_task("sweep", total=total, failed=0)
+            self._progress.start()
 
     def step(self, ok: bool) -> None:
         self.done += 1
         self.failed += not ok
-        if not self.enabled:
+        if self._progress is None:
             return
-        el = time.perf_counter() - self.t0
-        eta = el / self.done * (self.total - self.done)
-        width = 30
-        fill = int(width * self.done / self.total)
-        sys.stderr.write(f"\rsweep [{'#' * fill}{'-' * (width - fill)}] {self.done}/"
-                         f"{self.total} cells, {self.failed} failed, ETA {_hms(eta)}  ")
+        self._progress.update(self._task, completed=self.done, failed=self.failed)
+        self._progress.refresh()
         if self.done == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            self.close()
 
+    def say(self, line: str) -> None:
+        """One line on stderr, above the bar while it is up."""
+        if self._progress is not None:
+            self._progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
-def _hms(s: float) -> str:
-    s = int(s)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
 
