@@ -12,9 +12,9 @@ Names are loaded on first use, so ``import stratus.engine`` stays as light as it
 
 from __future__ import annotations
 
-__all__ = ["load_trace", "synthetic", "load_catalog", "catalogs", "schedulers", "replay",
-           "compare", "sensitivity", "estimate", "analyze", "advise", "sweep", "report",
-           "convert", "describe", "Comparison"]
+__all__ = ["load_trace", "synthetic", "load_catalog", "catalog", "catalogs", "schedulers",
+           "trace_formats", "replay", "compare", "sensitivity", "estimate", "analyze",
+           "advise", "sweep", "report", "convert", "describe", "Comparison"]
 
 
 def __getattr__(name: str):

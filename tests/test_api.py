@@ -67,6 +67,9 @@ CASES = {
                lambda: stratus.advise(MMS, "njw", reserved_type="m5.2xlarge")),
     "schedulers": (["schedulers"], lambda: stratus.schedulers()),
     "catalogs": (["catalogs"], lambda: stratus.catalogs()),
+    "catalogs show": (["catalogs", "show", "aws-2017-cmr"],
+                      lambda: stratus.catalog("aws-2017-cmr")),
+    "traces formats": (["traces", "formats"], lambda: stratus.trace_formats()),
     "traces describe": (["traces", "describe", MMS, "--hours", "1"],
                         lambda: stratus.describe(MMS, hours=1)),
     "share simulate": (["share", "simulate", "--trace", TRACE, "--reserved", "optimal",
@@ -87,6 +90,28 @@ CASES = {
 def test_the_cli_and_the_api_give_equal_results(capsys, name):
     argv, call = CASES[name]
     assert _strip(_cli(capsys, *argv)) == _strip(_api(call()))
+
+
+def test_sweep_report_and_convert_from_the_cli_and_the_api(tmp_path, capsys):
+    cfg = _toml(tmp_path, 'policy = ["njw", "ajw-t"]\nb = 100\nreserved = 2\n'
+                          'reserved_cores = 8\nreserved_mem_gb = 32',
+                traces=f'spec = "{MMS}"\nseeds = [1]', command="waiting")
+    cli = _cli(capsys, "sweep", str(cfg), "--results", str(tmp_path / "a"), "--workers", "1",
+               "--no-progress")
+    api = stratus.sweep(cfg, results=tmp_path / "b", workers=1)
+    drop = ("results_dir",)
+    assert {k: v for k, v in cli.items() if k not in drop} == \
+        {k: v for k, v in api.items() if k not in drop}
+    r_cli = _cli(capsys, "report", str(tmp_path / "a"), "-o", str(tmp_path / "ra"))
+    r_api = _api(stratus.report(tmp_path / "b", tmp_path / "rb"))
+    for d in (r_cli, r_api):
+        d.pop("report")
+    assert r_cli == r_api
+    c_cli = _cli(capsys, "traces", "convert", MMS, "-o", str(tmp_path / "c1.parquet"))
+    c_api = _api(stratus.convert(MMS, str(tmp_path / "c2.parquet")))
+    for d in (c_cli, c_api):
+        d.pop("seconds"), d.pop("output")
+    assert c_cli == c_api
 
 
 def test_a_loaded_trace_and_its_spec_replay_alike():

@@ -50,6 +50,11 @@ def catalogs() -> list[dict]:
     return [catalog_doc(load_catalog(n), types=False) for n in builtin_names()]
 
 
+def catalog(name_or_file: str) -> dict:
+    """One catalog's types, prices and sources (``stratus catalogs show``)."""
+    return catalog_doc(load_catalog(name_or_file), types=True)
+
+
 def catalog_doc(cat, types: bool) -> dict:
     doc = {"name": cat.name, "origin": cat.origin, "types": len(cat),
            "families": cat.families, "gpus": any(t.gpus for t in cat), "region": cat.region,
@@ -71,7 +76,7 @@ def schedulers() -> list[dict]:
              "kind": s.kind} for s in map(get_spec, all_names())]
 
 
-def traces_formats() -> dict:
+def trace_formats() -> dict:
     """Every trace format: its name and what it reads."""
     from traces.loaders import FORMATS
 

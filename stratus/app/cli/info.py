@@ -54,7 +54,7 @@ def cmd_catalogs(args) -> int:
     from stratus.app.report import table
 
     if args.catalogs_cmd == "show":
-        doc = api.catalog_doc(api.load_catalog(args.catalog), types=True)
+        doc = api.catalog(args.catalog)
         return print_doc(doc, args.json or args.show_json, lambda: _catalog_text(doc))
     docs = api.catalogs()
     return print_doc(docs, args.json, lambda: table(
@@ -121,7 +121,7 @@ def _fields_text(out: dict) -> str:
 def _formats(args) -> int:
     from stratus.app.report import table
 
-    doc = api.traces_formats()
+    doc = api.trace_formats()
     return print_doc(doc, args.json, lambda: table(("format", "reads"), list(doc.items()),
                                                    align_left=2))
 
