@@ -22,6 +22,10 @@ def __getattr__(name: str):
         import stratus.waiting as waiting
 
         return waiting
+    if name == "qos":  # and ``stratus.qos.run(...)``
+        import stratus.qos as qos
+
+        return qos
     if name in __all__:
         from stratus.app import api
 

@@ -19,7 +19,7 @@ PACKAGES = ("pricing", "traces", "stratus", "packers", "scalers")
 FOUNDATION = ("stratus.errors", "stratus.resources")
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
-FACADES = ("stratus", "stratus.waiting")
+FACADES = ("stratus", "stratus.waiting", "stratus.qos")
 
 
 def layer(module: str) -> int:

@@ -1,6 +1,5 @@
-"""``stratus share`` and ``stratus qos``: paper 004's shared cluster and paper 001's
-admission control. Their options are argparse's still (not yet a spec); the trace window
-is the spec's, validated before the load."""
+"""``stratus share``: paper 004's shared cluster. Its options are argparse's still (not yet
+a spec); the trace window is the spec's, validated before the load."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from stratus.app.cli.common import (
     add_trace_options,
     inputs,
     normalize_window,
-    number,
 )
 
 SHARE_COMMANDS = (("simulate", "one policy at N reserved: bill, waits, per-user charges"),
@@ -19,14 +17,11 @@ SHARE_COMMANDS = (("simulate", "one policy at N reserved: bill, waits, per-user 
 
 
 def add_parsers(sub) -> None:
-    from stratus.app.qos import add_parsers as add_qos_parsers
-
     sh = sub.add_parser("share", help="a shared cloud cluster: provisioning, chargeback, "
                         "defection, flying solo (paper 004)").add_subparsers(
         dest="share_cmd", required=True)
     for name, text in SHARE_COMMANDS:
         _share_parser(sh.add_parser(name, help=text), name)
-    add_qos_parsers(sub, add_trace_options, number)
 
 
 def _share_parser(p, name: str) -> None:
@@ -95,11 +90,4 @@ def cmd_share(args) -> int:
     return run(args, _session, _inputs)
 
 
-def cmd_qos(args) -> int:
-    from stratus.app.qos import command
-
-    normalize_window(args)
-    return command(args, _session, _inputs)
-
-
-COMMANDS = {"share": cmd_share, "qos": cmd_qos}
+COMMANDS = {"share": cmd_share}

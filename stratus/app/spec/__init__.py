@@ -23,6 +23,7 @@ from stratus.app.spec.fields import (
                                      opt,
                                      text,
 )
+from stratus.app.spec.qos import QosRunSpec, QosSweepSpec, QosWorkloadOptions
 from stratus.app.spec.replay import (
                                      WINDOW_KEYS,
                                      CloudSpec,
@@ -39,8 +40,9 @@ __all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "f
            "labelled", "names", "number", "numbers", "opt", "text", "WINDOW_KEYS",
            "CloudSpec", "CompareSpec", "EstimateSpec", "ReplaySpec", "SensitivitySpec",
            "WindowSpec", "slice_plan", "AdviseSpec", "AnalyzeSpec", "PoolOptions",
-           "ServerSpec", "WaitingSpec", "SPECS"]
+           "ServerSpec", "WaitingSpec", "QosRunSpec", "QosSweepSpec", "QosWorkloadOptions",
+           "SPECS"]
 
 SPECS: dict[str, type[Spec]] = {s.command: s for s in (
     ReplaySpec, CompareSpec, SensitivitySpec, EstimateSpec, WaitingSpec, AdviseSpec,
-    AnalyzeSpec)}
+    AnalyzeSpec, QosRunSpec, QosSweepSpec)}
