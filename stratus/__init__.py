@@ -26,6 +26,10 @@ def __getattr__(name: str):
         import stratus.sharing as sharing
 
         return sharing
+    if name == "qos":  # and ``stratus.qos.run(...)``
+        import stratus.qos as qos
+
+        return qos
     if name in __all__:
         from stratus.app import api
 

@@ -76,30 +76,6 @@ def progress_wanted(args) -> bool:
     return not args.no_progress and ProgressBar.wanted()
 
 
-def number(what: str, lo: float | None = None, above: bool = False, integer: bool = False,
-           hi: float | None = None):
-    """An argparse type for the commands that keep argparse types (qos, share)."""
-    check = S.number(what, lo, above, hi, integer)
-
-    def parse(text: str):
-        try:
-            return check(text)
-        except S.Bad as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return parse
-
-
-def add_trace_options(p: argparse.ArgumentParser) -> None:
-    """The trace window's options (for the commands whose other options are not a spec
-    yet: qos, share)."""
-    add_spec(p, S.WindowSpec, skip=("trace",), defaults=True)
-
-
-def window_of(args, trace_attr: str = "trace") -> S.WindowSpec:
-    """The window spec of a command's trace options."""
-    return spec_from(args, S.WindowSpec, trace=getattr(args, trace_attr))
-
-
 def print_doc(doc, as_json: bool, text) -> int:
     """One JSON document with ``--json``, else ``text()``."""
     print(json.dumps(doc, default=str) if as_json else text())
@@ -112,16 +88,6 @@ def print_fields(doc: dict, as_json: bool) -> int:
     return print_doc(doc, as_json, lambda: table(("field", "value"), list(doc.items()),
                                                  align_left=2))
 
-
-
-def normalize_window(args, trace_attr: str = "trace") -> S.WindowSpec:
-    """Validate the trace options of a command that reads ``args`` itself (qos, share) and
-    put their canonical values back (an integer seed, float hours)."""
-    w = window_of(args, trace_attr)
-    for k in S.WINDOW_KEYS:
-        if k != "trace":
-            setattr(args, k, getattr(w, k))
-    return w
 
 
 def inputs(*paths) -> list:

@@ -1,5 +1,5 @@
-"""``stratus share`` and ``stratus qos``: paper 004's shared cluster and paper 001's
-admission control (qos: argparse options still; its trace window is the spec's)."""
+"""``stratus share simulate|sweep|defect|solo``: paper 004's shared cluster, argv to a
+spec, the API, then the table or the JSON document."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import sys
 from stratus.app.cli.common import (
     add_output_flags,
     add_spec,
-    add_trace_options,
     inputs,
-    normalize_window,
-    number,
     print_doc,
     spec_from,
 )
@@ -24,8 +21,6 @@ SHARE_COMMANDS = (("simulate", "one policy at N reserved: bill, waits, per-user 
 
 
 def add_parsers(sub) -> None:
-    from stratus.app.qos import add_parsers as add_qos_parsers
-
     sh = sub.add_parser("share", help="a shared cloud cluster: provisioning, chargeback, "
                         "defection, flying solo (paper 004)").add_subparsers(
         dest="share_cmd", required=True)
@@ -37,7 +32,6 @@ def add_parsers(sub) -> None:
         p.add_argument("--plot", metavar="OUT.png", help="004's figures for this command")
         p.add_argument("--force", action="store_true", help="replace --plot / --save output")
         add_output_flags(p)
-    add_qos_parsers(sub, add_trace_options, number)
 
 
 def cmd_share(args) -> int:
@@ -62,21 +56,4 @@ def cmd_share(args) -> int:
     return print_doc(doc, args.json, lambda: text(cmd, doc))
 
 
-def _session(args):
-    from stratus.app.session import Session
-
-    return Session(normalize_window(args))
-
-
-def _inputs(args) -> list:
-    return inputs(args.trace)
-
-
-def cmd_qos(args) -> int:
-    from stratus.app.qos import command
-
-    normalize_window(args)
-    return command(args, _session, _inputs)
-
-
-COMMANDS = {"share": cmd_share, "qos": cmd_qos}
+COMMANDS = {"share": cmd_share}
