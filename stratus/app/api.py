@@ -295,7 +295,7 @@ def estimate(trace, estimator: str = "history", **options) -> dict:
 
 
 def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
-    from stratus.app.registry import make_estimator
+    from stratus.app.runs import fitted_estimator
     from stratus.app.session import Session
     from stratus.estimators import error_distribution, online_pass
 
@@ -304,12 +304,7 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     if isinstance(trace, str):
         sess = Session(spec)
         trace, history, warmup_h = sess.trace, sess.history, sess.warmup_hours()
-    est = make_estimator(spec.estimator, spec.seed)
-    est.bind(trace)
-    if est.learns_online:
-        hist = history()
-        if hist is not None:
-            est.fit(hist)
+    est = fitted_estimator(spec.estimator, spec.seed, history, trace)
     return {"trace": trace.name, "estimator": est.name,
             "warmup_hours": max(0.0, warmup_h) if est.learns_online else 0.0,
             "warmup_jobs": getattr(est, "warmup_jobs", 0),

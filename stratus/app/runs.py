@@ -26,6 +26,21 @@ def learns_online(spec: CloudSpec, sched: SchedulerSpec) -> bool:
     return make_estimator(estimator_name(spec, sched), spec.seed).learns_online
 
 
+def fitted_estimator(name: str, seed: int, history: Callable[[], object], trace=None):
+    """The estimator ``name`` (bound to ``trace`` if given), fitted on the warm-up history
+    ``history()`` when it learns; the history is loaded only then."""
+    from stratus.app.registry import make_estimator
+
+    est = make_estimator(name, seed)
+    if trace is not None:
+        est.bind(trace)
+    if est.learns_online:
+        hist = history()
+        if hist is not None:
+            est.fit(hist)
+    return est
+
+
 def replay_config(spec: CloudSpec):
     """The engine's configuration for ``spec``'s cloud: catalog, market and prices, tick,
     spin-up, migration, faults, guards (no estimator yet)."""
@@ -49,18 +64,13 @@ def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[
     """Replay ``trace`` under scheduler ``sched`` in ``spec``'s cloud. ``history()`` gives
     the warm-up trace (or None), ``warmup_h`` hours of it; it is called only for an
     estimator that learns, so a replay that needs none never loads it."""
-    from stratus.app.registry import make_estimator
     from stratus.engine import Engine
     from stratus.progress import ProgressBar
 
     cfg = replay_config(spec)
     if sched.kind == COST_MODEL:  # no engine: the model bills the trace itself
         return sched.factory().replay(trace, cfg)
-    est = make_estimator(estimator_name(spec, sched), spec.seed)
-    if est.learns_online:
-        hist = history()
-        if hist is not None:
-            est.fit(hist)
+    est = fitted_estimator(estimator_name(spec, sched), spec.seed, history)
     cfg.estimator = est
     if progress and ProgressBar.wanted():
         cfg.progress = ProgressBar(sched.name)

@@ -85,15 +85,10 @@ def replay_overflow(trace, order, run, opts: WaitingSpec, history) -> dict:
 def runtime_estimates(trace, opts: WaitingSpec, history) -> np.ndarray:
     """Per row, what ``--estimator`` predicts at submission (learning online from jobs that
     ended before; a learning estimator first fits the warm-up history)."""
-    from stratus.app.registry import make_estimator
+    from stratus.app.runs import fitted_estimator
     from stratus.estimators import task_estimates
 
-    est = make_estimator(opts.estimator, opts.seed)
-    est.bind(trace)
-    if est.learns_online:
-        hist = history()
-        if hist is not None:
-            est.fit(hist)
+    est = fitted_estimator(opts.estimator, opts.seed, history, trace)
     return task_estimates(est, trace.frame)
 
 

@@ -155,11 +155,18 @@ class ShareOptions(WindowSpec):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShareSimulateSpec(ShareOptions):
+class ShareAtN(ShareOptions):
+    """A command run at N reserved units, or at the N the grid search finds best."""
+    reserved: int | str = opt("optimal", _reserved_or_optimal, metavar="N|optimal",
+                              help="reserved VMs (node mode) or cores (pool mode)")
+    grid: str = opt(DEFAULT_GRID, _grid("--grid"), help="N searched for 'optimal'")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShareSimulateSpec(ShareAtN):
     command: ClassVar[str] = "share simulate"
     reserved: int | str = opt(check=_reserved_or_optimal, metavar="N|optimal",
                               help="reserved VMs (node mode) or cores (pool mode)")
-    grid: str = opt(DEFAULT_GRID, _grid("--grid"), help="N searched for 'optimal'")
     steady_state: float = opt(0.0, _steady, metavar="F",
                               help="mean wait without the first and last F of jobs")
     strict: bool = opt(False, flag, cli="flag",
@@ -180,22 +187,16 @@ class ShareSweepSpec(ShareOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShareDefectSpec(ShareOptions):
+class ShareDefectSpec(ShareAtN):
     command: ClassVar[str] = "share defect"
-    reserved: int | str = opt("optimal", _reserved_or_optimal, metavar="N|optimal",
-                              help="reserved VMs (node mode) or cores (pool mode)")
-    grid: str = opt(DEFAULT_GRID, _grid("--grid"), help="N searched for 'optimal'")
     thetas: str = opt(DEFAULT_THETAS, _thetas)
     defect_on_price: bool = opt(False, flag, cli="flag",
                                 help="also leave when one's price reaches on-demand")
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShareSoloSpec(ShareOptions):
+class ShareSoloSpec(ShareAtN):
     command: ClassVar[str] = "share solo"
-    reserved: int | str = opt("optimal", _reserved_or_optimal, metavar="N|optimal",
-                              help="reserved VMs (node mode) or cores (pool mode)")
-    grid: str = opt(DEFAULT_GRID, _grid("--grid"), help="N searched for 'optimal'")
     ks: str = opt(DEFAULT_KS, _ks)
     burst_jobs: int = opt(10, number("a whole number", 1, integer=True),
                           help="bursty: this many jobs in some 5 minutes")
