@@ -489,11 +489,12 @@ def read_compact_table(path: str | Path):
 
     try:
         table = pq.read_table(str(path))
+        names = table.column_names  # a damaged schema's names fail to decode only here
     except (OSError, ValueError, pa.ArrowException) as exc:  # a damaged footer raises any
         raise TraceError(f"{path}: cannot read as Parquet: {' '.join(str(exc).split())}") \
             from None
     for col in ("type", "t", "price"):
-        if col not in table.column_names:
+        if col not in names:
             raise TraceError(f"{path}: compact spot trace lacks column {col!r}")
     try:
         info = json.loads((table.schema.metadata or {})[META_KEY])

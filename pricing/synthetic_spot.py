@@ -333,9 +333,13 @@ def _per_vcpu_keys(prices: np.ndarray, vcpu: np.ndarray) -> np.ndarray:
     if whole and np.all(units < 2**40):
         v = vcpu.astype(np.int64).tolist()
         lcm = math.lcm(*v)
-        # many unlike vCPU counts (a user's catalog) can make the lcm overflow int64
+        scale = [lcm // x for x in v]
         if lcm < 2**22:
-            return units.astype(np.int64) * np.array([lcm // x for x in v], dtype=np.int64)
+            return units.astype(np.int64) * np.array(scale, dtype=np.int64)
+        # many unlike vCPU counts (a user's catalog) overflow int64: Python's integers, still
+        # exact (float $/vCPU can round two distinct ratios to one value, and then a family
+        # alone would rank its types differently from the whole catalog)
+        return units.astype(np.int64).astype(object) * np.array(scale, dtype=object)
     return prices / vcpu
 
 
