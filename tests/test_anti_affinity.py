@@ -22,6 +22,9 @@ from stratus.errors import DecisionError
 from stratus.model import READY, Instance
 from traces.schema import Trace, validate_frame
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 CPUS = [0.25, 0.5, 1, 2, 4, 8]
 MEMS = [0.5, 1, 2, 8, 16]
 

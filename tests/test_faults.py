@@ -22,6 +22,9 @@ from stratus.engine import Engine, ReplayConfig
 from stratus.errors import ConfigError
 from stratus.faults import Faults, parse_faults
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 # crash rates that let a 4000-s task finish in a few runs (the workloads' longest)
 fault_mixes = st.builds(
     Faults,

@@ -20,6 +20,9 @@ from stratus.model import READY, Instance, Task
 from stratus.resources import fits, to_units
 from stratus.view import ClusterView
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 
 class FakeView:
     """Just what the parts under test read."""

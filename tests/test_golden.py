@@ -12,6 +12,9 @@ import pytest
 
 from stratus.app.cli import main
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 GOLDEN = {
     "synthetic:google?scale=0.05": {
         "task-per-instance": (632.03, 21909, 0),

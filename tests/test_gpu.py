@@ -26,6 +26,9 @@ from stratus.errors import ConfigError, StratusError, TraceError
 from stratus.resources import request_units, to_units
 from traces.schema import Trace, fit_to_catalog
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 # Hourly on-demand prices, us-east-1 Linux, as quoted in the brief of issue 19 (g5, p3);
 # the CPU types at approximate 2017-2018 list prices. Test fixtures, not published data.
 GPU_TYPES = [

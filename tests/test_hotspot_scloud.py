@@ -19,6 +19,9 @@ from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.resources import to_units
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 
 def spot_book(overrides: dict[str, PriceSeries]) -> PriceBook:
     """Spot at 30% of on-demand for every m4 type, except the given series."""

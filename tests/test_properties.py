@@ -13,6 +13,9 @@ from invariants import check_invariants, comparable
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 CPUS = [0.1, 0.25, 0.5, 1, 2, 3.5, 4, 8, 16, 40, 64]
 MEMS = [0.2, 0.5, 1, 2, 7.5, 8, 16, 64, 160, 256]
 

@@ -18,6 +18,9 @@ from stratus.estimators import Estimator
 from stratus.model import READY, Instance, Task
 from stratus.resources import to_units
 
+# the integer bound has its own tests (conftest.no_integer_bound)
+pytestmark = pytest.mark.usefixtures("no_integer_bound")
+
 
 # --- a minimal view for driving parts directly ------------------------------------------------
 class FakeView:
