@@ -268,6 +268,20 @@ def _model_class():
 
 def _cp_sat(load, caps, cost, ub, det_limit: float) -> tuple[int, int | None, float]:
     """CP-SAT on one key: (proven lower bound, best cover or None, deterministic time)."""
+    return _cp_sat_once(tuple(load), tuple(map(tuple, caps)), tuple(cost), tuple(ub),
+                        det_limit)
+
+
+#: solves remembered across replays in one process: one worker and a deterministic time
+#: limit make a solve a function of its model and limit (what keeps the bound a function of
+#: the replay), so a repeat is answered from here, the same to the bit. Replays of one
+#: trace under several schedulers, or twice, share many slot loads (half of them in
+#: ``compare`` on a synthetic day)
+SOLVE_CACHE = 8192
+
+
+@lru_cache(maxsize=SOLVE_CACHE)
+def _cp_sat_once(load, caps, cost, ub, det_limit: float) -> tuple[int, int | None, float]:
     from ortools.sat.python import cp_model
 
     m = _model_class()()
