@@ -47,13 +47,15 @@ class ReplayResult:
         import os
         from pathlib import Path
 
+        from stratus import tempnames
+
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = []
         for name, frame in (("instances", self.instances), ("tasks", self.tasks),
                             ("jobs", self.jobs)):
             path = d / f"{name}.parquet"
-            tmp = d / f".{name}.parquet.{os.getpid()}.tmp"
+            tmp = tempnames.fresh(path)
             try:
                 frame.to_parquet(tmp)
                 os.replace(tmp, path)

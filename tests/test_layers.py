@@ -1,6 +1,6 @@
-"""Layers, one way (DESIGN.md): (0) the shared vocabulary every layer uses, stratus.errors
-and stratus.resources, which import nothing of the project; (1) pricing, traces; (2) the
-stratus core; (3) packers, scalers; (4) the application layer, stratus.app. A module imports only its own layer and
+"""Layers, one way (DESIGN.md): (0) the shared vocabulary every layer uses, stratus.errors,
+stratus.resources and stratus.tempnames, which import nothing of the project; (1) pricing,
+traces; (2) the stratus core; (3) packers, scalers; (4) the application layer, stratus.app. A module imports only its own layer and
 the ones below, and no import cycle joins any two modules. Imports inside functions count
 (they run); those under ``if TYPE_CHECKING:`` do not (they never run)."""
 
@@ -16,7 +16,7 @@ from stratus.app.registry import ENTRY_POINT_GROUP, get_spec, scheduler_names
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pricing", "traces", "stratus", "packers", "scalers")
-FOUNDATION = ("stratus.errors", "stratus.resources")
+FOUNDATION = ("stratus.errors", "stratus.resources", "stratus.tempnames")
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
 FACADES = ("stratus", "stratus.waiting", "stratus.sharing", "stratus.qos")

@@ -7,16 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from stratus import tempnames
 from stratus.errors import ConfigError, TraceError
 from traces.loaders import convert_file
 from traces.schema import LoadReport
 from traces.spec import SYNTHETIC, TraceSource, guess_format
-
-
-def _temporary_name(out: Path) -> Path:
-    """A hidden name next to ``out``: same directory, hence same file system, so the final
-    rename is atomic. The pid keeps two concurrent conversions apart."""
-    return out.with_name(f".{out.name}.{os.getpid()}.tmp")
 
 
 def convert_trace(spec: str, fmt: str | None, out: Path, force: bool = False) -> LoadReport:
@@ -40,7 +35,7 @@ def convert_trace(spec: str, fmt: str | None, out: Path, force: bool = False) ->
     if synthetic and fmt:
         raise ConfigError(f"{spec}: a synthetic spec takes no --format (its parameters go "
                           "after '?')")
-    tmp = _temporary_name(out)
+    tmp = tempnames.fresh(out)
     try:
         if synthetic:
             trace = TraceSource(spec).full()

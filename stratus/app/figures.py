@@ -53,8 +53,9 @@ def what_ran(df) -> str:
         hours = g["hours"].dropna().unique() if "hours" in g else []
         sl = g["slice"].dropna().unique() if "slice" in g else []
         seeds = sorted(int(s) for s in g["seed"].unique())
-        win = f"{len(sl)} seeded {hours[0]:g}-hour slices" if len(sl) and len(hours) else \
-            (f"{hours[0]:g} hours" if len(hours) else "the whole trace")
+        win = (f"{len(sl)} seeded {_hours(hours)}-hour slices" if len(sl) and len(hours) else
+               f"{_hours(hours)} hour{'' if list(hours) == [1] else 's'}" if len(hours) else
+               "the whole trace")
         parts.append(f"{label} = <code>{spec}</code>, {win}, seed(s) {seeds}")
     opts = {}
     for c in df.columns:
@@ -67,6 +68,11 @@ def what_ran(df) -> str:
     codes = ", ".join(sorted(df["code_version"].unique()))
     return (f"Ran: {'; '.join(parts)}. Options: {o or 'defaults'} (other options at the CLI "
             f"defaults). {len(df)} cells, code version {codes}.")
+
+
+def _hours(hours) -> str:
+    """The window length(s) of a group: one in a comparable group (report_groups)."""
+    return " or ".join(f"{float(h):g}" for h in sorted(hours))
 
 
 def _replay(df):

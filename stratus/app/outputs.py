@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from stratus import tempnames
 from stratus.errors import ConfigError
 
 # what `replay --save DIR` writes: a directory holding only these may be replaced (--force)
@@ -56,9 +57,7 @@ def refuse_inputs(out: Path, what: str, inputs: Iterable[Path]) -> None:
 
 
 def _temporary(out: Path, tag: str = "tmp") -> Path:
-    """A hidden name next to ``out`` (same file system: the rename is atomic), keeping its
-    suffix (plots take their format from it); the pid keeps concurrent runs apart."""
-    return out.with_name(f".{out.stem}.{os.getpid()}.{tag}{out.suffix}")
+    return tempnames.fresh(out, tag)
 
 
 def _probe_parent(out: Path, option: str) -> None:
@@ -155,19 +154,28 @@ def write_file(out: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_dir(out: Path, files: dict[str, Callable[[Path], None]]) -> None:
+def write_dir(out: Path, files: dict[str, Callable[[Path], None]],
+              owned: Callable[[str], bool] = lambda name: name in SAVED_FILES) -> None:
     """Every file written into a temporary directory next to ``out``, which then takes
     ``out``'s place (an empty ``out`` is replaced by one rename; one holding an earlier
     save is moved aside first and removed after, with interrupts held): the directory
-    holds the old save or the new one, never a mix."""
+    holds the old save or the new one, never a mix. ``out`` is checked again just before:
+    a file that appeared in it during the run (not one ``owned`` says the command writes)
+    stops the write rather than be removed with the earlier save."""
     tmp = _temporary(out)
     old = _temporary(out, "old")
+    made = False
     try:
         tmp.mkdir()
+        made = True
         for name, write in files.items():
             write(tmp / name)
         with _no_interrupt():
             if out.is_dir() and any(out.iterdir()):
+                other = sorted(n for n in os.listdir(out) if not owned(n))
+                if other:
+                    raise ConfigError(f"{out}: now holds other files ({', '.join(other[:3])}"
+                                      "), not only earlier output; nothing was replaced")
                 os.rename(out, old)
             os.replace(tmp, out)  # rename(2) replaces an empty directory
     except OSError as exc:
@@ -175,5 +183,6 @@ def write_dir(out: Path, files: dict[str, Callable[[Path], None]]) -> None:
             os.rename(old, out)  # put the earlier save back
         raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if made:  # only what this call created: the temporary names are fresh
+            shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)

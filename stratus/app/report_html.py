@@ -4,6 +4,7 @@ HTML page (``index.html``) with its PNGs beside it, written as a unit."""
 from __future__ import annotations
 
 import html
+import sys
 from pathlib import Path
 
 from stratus.app.figures_waiting import waiting_figures
@@ -14,12 +15,25 @@ line-height:1.4}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #c
 margin-top:2em}figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444}table{border-collapse:collapse;font-size:.85em;
 margin:.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
-th{background:#f4f4f4}code{font-size:.9em}.fail{color:#a00}"""
+th{background:#f4f4f4}code{font-size:.9em}.fail{color:#a00}.note{color:#850}"""
 
 
 def _owned(name: str) -> bool:
     return name == "index.html" or (name.startswith("fig") and name.endswith(".png")) or \
         (name.startswith("waiting-") and name.endswith(".png"))
+
+
+def _quiet(draw):
+    """``draw`` without matplotlib's layout and legend warnings on stderr (a long label
+    that tight_layout cannot fit, a group with nothing to label): the figure is drawn."""
+    def run(path):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
+            warnings.filterwarnings("ignore", category=UserWarning, module="stratus")
+            draw(path)
+    return run
 
 
 def _table(rows: list[dict]) -> str:
@@ -36,12 +50,16 @@ def build(results: Path) -> tuple[dict, dict]:
     """The page and its figures as ``outputs.write_dir`` writers (name -> write(path)), and
     the document of what they hold. Nothing is drawn until the writers run."""
     from stratus.app import figures
+    from stratus.app.report_groups import comparable
     from stratus.app.sweep_store import read_rows
 
-    df = read_rows(results)
+    skipped: dict[str, str] = {}
+    df = read_rows(results, skipped)
+    for name, why in skipped.items():
+        print(f"stratus: warning: {name}: {why}; skipped", file=sys.stderr, flush=True)
     if df.empty:
         raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
-    ok = df[df["status"] == "ok"]
+    ok, notes = comparable(df[df["status"] == "ok"])
     failed = df[df["status"] != "ok"]
     figs = figures.replay_figures(ok) + waiting_figures(ok) if not ok.empty else []
     parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
@@ -49,12 +67,15 @@ def build(results: Path) -> tuple[dict, dict]:
              "shows the mean and spread over the windows (slices × seeds) of each trace, "
              "never a single run, with the paper's value beside ours where the paper gives "
              "one.</p>"]
+    parts += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+    parts += [f'<p class="note">Skipped {html.escape(n)}: {html.escape(w)}.</p>'
+              for n, w in skipped.items()]
     files = {}
     for f in figs:
         parts.append(f"<h2>{html.escape(f.title)}</h2>")
         if f.draw is not None:
             png = f"{f.name}.png"
-            files[png] = f.draw
+            files[png] = _quiet(f.draw)
             parts.append(f'<figure><img src="{png}" alt="{html.escape(f.title)}">'
                          f"<figcaption>{f.caption}</figcaption></figure>")
         else:
@@ -68,7 +89,8 @@ def build(results: Path) -> tuple[dict, dict]:
             f"report</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
     doc = {"figures": list(files), "sections": [f.title for f in figs],
            "tables": {f.name: f.table for f in figs}, "cells": len(df),
-           "cells_ok": len(ok), "cells_failed": len(failed)}
+           "cells_ok": len(ok), "cells_failed": len(failed), "notes": notes,
+           "skipped_files": skipped}
     files["index.html"] = lambda path: path.write_text(page, encoding="utf-8")
     return doc, files
 
@@ -83,7 +105,7 @@ def write_report(results_dir: str, output: str, force: bool = False) -> dict:
         raise ConfigError(f"{results}: not a sweep's results directory (no rows/)")
     out = outputs.check_dir(output, "-o", [results], force, owned=_owned)
     doc, files = build(results)
-    outputs.write_dir(out, files)  # the page and its figures as one unit
+    outputs.write_dir(out, files, owned=_owned)  # the page and its figures as one unit
     doc["report"] = str(out / "index.html")
     return doc
 
@@ -91,7 +113,7 @@ def write_report(results_dir: str, output: str, force: bool = False) -> dict:
 def report_text(doc: dict) -> str:
     from stratus.app.report import table
 
-    parts = []
+    parts = [f"note: {n}" for n in doc.get("notes", [])]
     for name, rows in doc["tables"].items():
         if rows and name in ("fig4-cost", "table2-latency", "fig5-utilization", "fargate"):
             cols = list(dict.fromkeys(k for r in rows for k in r))

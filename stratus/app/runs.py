@@ -4,7 +4,6 @@ on one trace in worker processes (``compare --jobs N``)."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Callable
 
@@ -93,22 +92,13 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-# --- worker processes ---------------------------------------------------------------------
-# Each worker receives the trace and the warm-up history once, in its initializer, rather
-# than regenerating or reloading them from the spec: into two workers, 1.2-1.8 s against
-# 2.2-2.5 s for the 490k-task Google-like day, 5.6-6.9 s against 6.2-13.7 s for the real
-# Google 2011 window (docs/decisions.md), and the parent has loaded them anyway.
+# --- worker processes (stratus.app.workers) -------------------------------------------------
+# Each worker receives the trace and the warm-up history once, when it starts, rather than
+# regenerating or reloading them from the spec: the parent has loaded them anyway.
 _W: dict = {}
 
 
-def ignore_sigint() -> None:
-    """In a worker: Ctrl-C reaches the whole process group; the parent alone handles it
-    and stops the workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _init_worker(spec, trace, hist, warmup_h) -> None:
-    ignore_sigint()
     _W.update(spec=spec, trace=trace, hist=hist, warmup_h=warmup_h)
 
 
@@ -136,17 +126,6 @@ def _sendable(spec: SchedulerSpec) -> SchedulerSpec:
     return spec
 
 
-def _stop(ex) -> None:
-    """Stop the workers now rather than after their current replay (minutes on a big day).
-    Python < 3.14 has no public way; ``_processes`` has been there since 3.2."""
-    terminate = getattr(ex, "terminate_workers", None)
-    if terminate is not None:
-        terminate()
-        return
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
-        proc.terminate()
-
-
 def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
                    history: Callable[[], object], warmup_h: float | None, jobs: int,
                    on_done: Callable[[str, dict], None] | None = None,
@@ -166,17 +145,16 @@ def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
                            progress=progress).summary
                 for s, est in zip(specs, estimators)]
 
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
+
+    from stratus.app.workers import Pool
 
     specs = [_sendable(s) for s in specs]
     hist = history() if any(learns_online(with_estimator(spec, est), s)
                             for s, est in zip(specs, estimators)) else None
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
-                             initializer=_init_worker, initargs=(spec, trace, hist, warmup_h))
     results: list[dict | None] = [None] * len(specs)
-    try:
+    with Pool(jobs, _init_worker, (spec, trace, hist, warmup_h)) as ex:
         futures = {ex.submit(_work, cell): i for i, cell in enumerate(zip(specs, estimators))}
         for fut in as_completed(futures):
             i = futures[fut]
@@ -187,11 +165,6 @@ def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
                                    "try fewer --jobs") from None
             if on_done:
                 on_done(specs[i].name, results[i])
-    except BaseException:
-        _stop(ex)
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
     return results
 
 

@@ -39,7 +39,8 @@ from pathlib import Path
 from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.spec import Spec
-from stratus.app.sweep_run import Cell, CellBar, check_executor, dask_cells, local_cells
+from stratus.app.sweep_claims import Claims
+from stratus.app.sweep_run import Cell, CellBar, check_executor, runner
 from stratus.errors import ConfigError
 
 COMMANDS = ("replay", "waiting")
@@ -201,47 +202,120 @@ def _labeller(path: Path, trace: dict, options: dict) -> Callable[[str], str]:
     def label(name: str) -> str:
         if name == "estimator" and "h" in options:
             name = "h"
-        if name in options:
+        if name in options or (name != "trace" and name not in TRACE_KEYS):
             return f"{path}: {trace['label']}: {name}"
         return f"{path}: traces ({trace['label']}).{'spec' if name == 'trace' else name}"
     return label
 
 
+#: how often a sweep looks again at cells another sweep holds (seconds)
+POLL_S = 1.0
+
+
 def run_sweep(plan: Plan, executor: str, workers: int, progress: bool) -> dict:
-    """Run the cells that have no finished row; write each row as it comes."""
+    """Run the cells that have no finished row; write each row as it comes. Rows are
+    checked, not trusted by name: a damaged one is reported and its cell runs again.
+    Sweeps sharing the directory share the cells (stratus.app.sweep_claims)."""
     code = store.code_version()
     for c in plan.cells:  # every cell's spec was checked when the plan was read
-        c.key = store.cell_key(identity(c.spec, code))
+        ident = identity(c.spec, code)
+        c.key, c.inputs = store.cell_key(ident), ident["inputs"]
     results = plan.results
     store.check_format(results)
     results.mkdir(parents=True, exist_ok=True)
     store.mark_format(results)
     store.clean_temporaries(results)
     _keep_config(results, plan.config_text)
-    done = store.finished_keys(results)
+    done, bad = store.finished_rows(results)
+    keys = {c.key for c in plan.cells}
+    bar = CellBar(0, False)
+    for name, why in sorted(bad.items()):
+        again = name.split(".")[0] in keys
+        bar.say(f"stratus: warning: {results / store.ROWS / name}: {why}; "
+                + ("its cell runs again" if again else "not a cell of this config, left as is"))
     todo = [c for c in plan.cells if c.key not in done]
     # cells of one window next to each other: a worker loads each window once
     todo.sort(key=lambda c: (c.trace["label"], str(c.trace.get("slice")), c.trace["seed"]))
     bar = CellBar(len(todo), progress)
-    failed = []
+    out = {"run": 0, "elsewhere": 0, "failed": []}
+    claims = Claims(results)
     try:
-        run = (local_cells(todo, code, workers) if executor == "local" else
-               dask_cells(todo, code, executor, workers)) if todo else ()
-        for cell, row in run:
-            store.write_row(results, row)
-            ok = row["status"] == "ok"
-            if not ok:
-                failed.append({"key": cell.key, "trace": cell.trace["label"],
-                               "options": cell.options, "error": row["error"]})
-                bar.say(f"stratus: cell failed: {cell.trace['label']} {cell.options}: "
-                        f"{row['error']}")
-            bar.step(ok)
+        with runner(executor, workers, code) as run:
+            _drive(todo, run, claims, results, bar, out)
     finally:
+        claims.close()
         bar.close()
-    return {"cells_total": len(plan.cells), "cells_run": len(todo),
-            "cells_skipped": len(plan.cells) - len(todo), "cells_failed": len(failed),
+    return {"cells_total": len(plan.cells), "cells_run": out["run"],
+            "cells_skipped": len(plan.cells) - len(todo),
+            "cells_done_elsewhere": out["elsewhere"], "cells_failed": len(out["failed"]),
+            "rows_damaged": {n: w for n, w in sorted(bad.items())},
             "results_dir": str(results), "executor": executor, "workers": workers,
-            "code_version": code, "failures": failed}
+            "code_version": code, "failures": out["failed"]}
+
+
+def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
+           out: dict) -> None:
+    """Claim and run cells, ``run.capacity`` at a time; cells another sweep holds wait to
+    the end, then are counted when their row appears, or run here if their claim was let
+    go without one."""
+    import time
+    from collections import deque
+
+    start = time.time()
+    pending, inflight, theirs = deque(todo), {}, []
+    last_look, told = 0.0, False
+
+    def finished_by_other(c: Cell) -> bool:
+        rows = store.rows_dir(results)
+        if store.check_row(rows / f"{c.key}.parquet", c.key) is None:
+            return True
+        failed = rows / f"{c.key}{store.FAILED}.parquet"  # failed there since we began
+        return failed.exists() and failed.stat().st_mtime >= start
+
+    while pending or inflight or theirs:
+        while pending and len(inflight) < run.capacity:
+            c = pending.popleft()
+            if not claims.take(c.key):
+                theirs.append(c)
+                continue
+            if finished_by_other(c):  # done and let go between our look and our claim
+                claims.release(c.key)
+                out["elsewhere"] += 1
+                bar.step(True)
+                continue
+            inflight[run.submit(c)] = c
+        if inflight:
+            for fut in run.wait(list(inflight), POLL_S if theirs else None):
+                c = inflight.pop(fut)
+                row = run.result(fut, c)
+                store.write_row(results, row)
+                claims.release(c.key)
+                out["run"] += 1
+                ok = row["status"] == "ok"
+                if not ok:
+                    out["failed"].append({"key": c.key, "trace": c.trace["label"],
+                                          "options": c.options, "error": row["error"]})
+                    bar.say(f"stratus: cell failed: {c.trace['label']} {c.options}: "
+                            f"{row['error']}")
+                bar.step(ok)
+        elif theirs:
+            if not told:
+                bar.say(f"stratus: {len(theirs)} cell(s) are running in another sweep of "
+                        f"{results}; waiting for their rows")
+                told = True
+            time.sleep(POLL_S)
+        if theirs and (not pending or time.monotonic() - last_look >= POLL_S):
+            last_look = time.monotonic()
+            still = []
+            for c in theirs:
+                if finished_by_other(c):
+                    out["elsewhere"] += 1
+                    bar.step(True)
+                elif claims.held_elsewhere(c.key):
+                    still.append(c)
+                else:  # let go without a row (that sweep died or was stopped): ours now
+                    pending.append(c)
+            theirs = still
 
 
 def _keep_config(results: Path, text: str) -> None:
@@ -252,9 +326,12 @@ def _keep_config(results: Path, text: str) -> None:
     d.mkdir(exist_ok=True)
     out = d / f"{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
     if not out.exists():
-        tmp = d / f".{out.name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(out)
+        tmp = store.temporary(out)
+        try:
+            tmp.write_text(text)
+            tmp.replace(out)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def run_config(config: str, results: str | None = None, executor: str = "local",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from concurrent.futures import Future
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,7 @@ class Cell:
     options: dict          # option name -> value, after aliases, as the config wrote it
     spec: Spec | None = None
     key: str = ""
+    inputs: dict | None = None  # the content hash of every file the spec reads
 
 
 # the replay summary's numbers a report reads, flattened into columns: compare's metrics
@@ -48,13 +51,18 @@ WALL_KEYS = ("wall_seconds",)
 _SESSIONS: dict = {}
 
 
-def _session(spec: Spec):
-    """The window a cell replays, loaded once per worker for every cell that shares it."""
+def _session(spec: Spec, inputs: dict | None = None):
+    """The window a cell replays, loaded once per worker for every cell that shares it:
+    the same window of the same file content (a file edited between two sweeps in one
+    process is read again)."""
     from stratus.app.session import Session
 
     replay = isinstance(spec, S.ReplaySpec)
+    if inputs is None:
+        inputs = store.input_hashes(spec)
     k = (tuple(spec.window().items()), spec.warmup_hours, replay,
-         (spec.catalog, spec.drop_oversized) if replay else None)
+         (spec.catalog, spec.drop_oversized) if replay else None,
+         json.dumps(inputs, sort_keys=True))
     if k not in _SESSIONS:
         _SESSIONS.clear()  # one window at a time: a day of Google is ~1 GiB
         sess = Session(spec)
@@ -80,7 +88,7 @@ def run_cell(cell: Cell, code: str) -> dict:
             raise ConfigError("this worker runs other code than the sweep (code version "
                               f"{store.code_version()} vs {code})")
         spec = cell.spec
-        sess, trace = _session(spec)
+        sess, trace = _session(spec, cell.inputs)
         if cell.command == "replay":
             from stratus.app.registry import get_spec
 
@@ -108,46 +116,51 @@ def run_cell(cell: Cell, code: str) -> dict:
 
 
 # --- executors ----------------------------------------------------------------------------
+EXECUTORS = "local, dask-local or dask://HOST:PORT"
+#: how long to try reaching a Dask scheduler before saying it cannot be reached
+DASK_CONNECT_S = 20
+
+
 def check_executor(text: str) -> str:
-    if text in ("local", "dask-local") or (text.startswith("dask://") and
-                                           len(text) > len("dask://")):
-        if text != "local":
-            try:
-                import dask.distributed  # noqa: F401
-            except ImportError:
-                raise ConfigError(f"--executor {text} needs the dask extra: pip install "
-                                  "'stratus-vc[dist]'") from None
-        return text
-    raise ConfigError(f"--executor takes local, dask-local or dask://HOST:PORT, got {text!r}")
+    """``text`` as a known executor, checked in full (a scheduler's address included)
+    before any cell runs."""
+    if text.startswith("dask://"):
+        _dask_address(text)
+    elif text not in ("local", "dask-local"):
+        raise ConfigError(f"--executor takes {EXECUTORS}, got {text!r}")
+    if text != "local":
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"--executor {text} needs the dask extra: pip install "
+                              "'stratus-vc[dist]'") from None
+    return text
 
 
-def local_cells(cells: list[Cell], code: str, workers: int):
-    """(cell, row) as cells finish, on ``workers`` spawned processes (1: in this one)."""
-    if workers <= 1:
-        for c in cells:
-            yield c, run_cell(c, code)
-        return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
+def _dask_address(text: str) -> str:
+    """The scheduler's ``tcp://HOST:PORT`` for ``dask://HOST:PORT``."""
+    from urllib.parse import urlsplit
 
-    from stratus.app.runs import _stop, ignore_sigint
-
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=ignore_sigint)
+    why = None
     try:
-        futures = {ex.submit(run_cell, c, code): c for c in cells}
-        for fut in as_completed(futures):
-            c = futures[fut]
-            try:
-                yield c, fut.result()
-            except BrokenProcessPool:
-                yield c, _died(c, code, "a worker process died (out of memory?)")
-    except BaseException:
-        _stop(ex)
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+        u = urlsplit(text)
+        port = u.port
+    except ValueError as exc:  # a port that is not a number, a bad [IPv6] literal
+        u, port, why = None, None, str(exc)
+    if why is None:
+        if not u.hostname:
+            why = "no host"
+        elif port is None:
+            why = "no port"
+        elif port == 0:
+            why = "port 0"
+        elif u.path not in ("", "/") or u.query or u.fragment or u.username:
+            why = "only a host and port"
+    if why:
+        raise ConfigError(f"--executor {text}: {why}; a Dask scheduler is "
+                          f"dask://HOST:PORT (e.g. dask://127.0.0.1:8786)")
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
+    return f"tcp://{host}:{port}"
 
 
 def _row_head(cell: Cell, code: str) -> dict:
@@ -156,8 +169,12 @@ def _row_head(cell: Cell, code: str) -> dict:
            "trace_label": cell.trace["label"], "trace": cell.trace["spec"],
            "format": cell.trace.get("format"), "slice": cell.trace.get("slice"),
            "slices": cell.trace.get("slices"), "seed": cell.trace["seed"],
-           "hours": cell.trace.get("hours"),
-           "options_json": json.dumps(cell.options, sort_keys=True)}
+           "hours": cell.trace.get("hours"), "start": cell.trace.get("start"),
+           "options_json": json.dumps(cell.options, sort_keys=True),
+           # what makes two rows comparable (the report groups by it)
+           "spec_json": json.dumps(cell.spec.canonical() if cell.spec else None,
+                                   sort_keys=True, default=str),
+           "inputs_json": json.dumps(cell.inputs, sort_keys=True)}
     for k, v in cell.options.items():  # numbers as floats, so a column has one type
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         row[f"opt_{k}"] = float(v) if number else str(v)
@@ -168,29 +185,115 @@ def _died(cell: Cell, code: str, why: str) -> dict:
     return {**_row_head(cell, code), "status": "failed", "error": why, "result_json": None}
 
 
-def dask_cells(cells: list[Cell], code: str, executor: str, workers: int):
-    from dask.distributed import Client, LocalCluster, as_completed
+# --- runners: where cells run ------------------------------------------------------------
+class _Inline:
+    """Cells one at a time in this process (``--workers 1``)."""
 
-    cluster = None
-    if executor == "dask-local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=40)
-        client = Client(cluster)
-    else:
-        client = Client(executor.replace("dask://", "tcp://", 1), timeout="20s")
-    try:
-        futures = {client.submit(run_cell, c, code, pure=False, key=f"cell-{c.key}"): c
-                   for c in cells}
-        for fut in as_completed(futures):
-            c = futures[fut]
-            try:
-                yield c, fut.result()
-            except Exception as exc:  # a worker lost mid-cell
-                yield c, _died(c, code, f"dask: {type(exc).__name__}: {exc}")
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    capacity = 1
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def submit(self, cell: Cell) -> Future:
+        f: Future = Future()
+        f.set_result(run_cell(cell, self.code))
+        return f
+
+    def wait(self, futures: list, timeout: float | None) -> list:
+        return futures
+
+    def result(self, fut, cell: Cell) -> dict:
+        return fut.result()
+
+
+class _Local:
+    """Cells on spawned worker processes of this machine (stratus.app.workers)."""
+
+    def __init__(self, ex, code: str, workers: int) -> None:
+        self.ex, self.code, self.capacity = ex, code, workers
+
+    def submit(self, cell: Cell):
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.ex.submit(run_cell, cell, self.code)
+        except BrokenProcessPool:
+            f: Future = Future()
+            f.set_exception(BrokenProcessPool())
+            return f
+
+    def wait(self, futures: list, timeout: float | None) -> list:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        return list(wait(futures, timeout, FIRST_COMPLETED).done)
+
+    def result(self, fut, cell: Cell) -> dict:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return fut.result()
+        except BrokenProcessPool:
+            return _died(cell, self.code, "a worker process died (out of memory?)")
+
+
+class _Dask:
+    """Cells on a Dask cluster's workers."""
+
+    def __init__(self, client, code: str, workers: int) -> None:
+        self.client, self.code = client, code
+        try:  # keep every thread of the cluster busy, and no more claimed than that
+            threads = sum(client.nthreads().values())
+        except Exception:  # an old or odd scheduler: the --workers given
+            threads = 0
+        self.capacity = max(workers, threads)
+
+    def submit(self, cell: Cell):
+        return self.client.submit(run_cell, cell, self.code, pure=False, key=f"cell-{cell.key}")
+
+    def wait(self, futures: list, timeout: float | None) -> list:
+        from dask.distributed import wait
+
+        try:
+            return list(wait(futures, timeout=timeout, return_when="FIRST_COMPLETED").done)
+        except TimeoutError:
+            return []
+
+    def result(self, fut, cell: Cell) -> dict:
+        try:
+            return fut.result()
+        except Exception as exc:  # a worker lost mid-cell
+            return _died(cell, self.code, f"dask: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def runner(executor: str, workers: int, code: str):
+    """Where the cells run: this process, local worker processes, or a Dask cluster (a
+    local one of ``workers`` processes, stratus.app.dask_local, or ``dask://HOST:PORT``).
+    An exception (a Ctrl-C) stops them at once."""
+    if executor == "local":
+        if workers <= 1:
+            yield _Inline(code)
+            return
+        from stratus.app.workers import Pool
+
+        with Pool(workers) as ex:
+            yield _Local(ex, code, workers)
+        return
+    from dask.distributed import Client
+
+    from stratus.app import dask_local
+
+    with (dask_local.cluster(workers) if executor == "dask-local" else
+          nullcontext(_dask_address(executor))) as address:
+        try:
+            client = Client(address, timeout=f"{DASK_CONNECT_S}s")
+        except OSError as exc:  # refused, unreachable, timed out
+            raise ConfigError(f"--executor {executor}: cannot reach the Dask scheduler: "
+                              f"{exc}".splitlines()[0]) from None
+        try:
+            yield _Dask(client, code, workers)
+        finally:
+            client.close()
 
 
 class CellBar:

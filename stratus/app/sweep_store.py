@@ -7,36 +7,97 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
+
+from stratus import tempnames
 
 ROWS = "rows"
 FAILED = ".failed"
-
-
+#: a row file's name: its cell's key, ``.failed`` while the cell has only failed
+ROW_NAME = re.compile(r"^([0-9a-f]{24})(\.failed)?\.parquet$")
 def rows_dir(results: Path) -> Path:
     return results / ROWS
 
 
-def clean_temporaries(results: Path) -> int:
-    """Remove what a killed writer left (hidden temporary names); they were never rows."""
-    n = 0
-    d = rows_dir(results)
-    if d.is_dir():
+host, pid_alive = tempnames.host, tempnames.pid_alive
+
+
+def temporary(path: Path) -> Path:
+    """The name ``path`` is written under before its rename (stratus.tempnames)."""
+    return tempnames.fresh(path)
+
+
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, from /proc), so that a pid
+    reused by another process is not taken for it; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def clean_temporaries(results: Path) -> list[str]:
+    """Remove the temporary files of sweeps that died (SIGKILL, power loss): only names a
+    sweep writes, made on this host by a process that is gone (``tempnames.abandoned``).
+    Anything else (a user's dot-file, a running sweep's file, another host's) stays."""
+    removed = []
+    for d in (results, rows_dir(results), results / "configs", results / "claims"):
+        if not d.is_dir():
+            continue
         for p in d.iterdir():
-            if p.name.startswith("."):
-                p.unlink(missing_ok=True)
-                n += 1
-    return n
+            if tempnames.abandoned(p.name):
+                try:
+                    p.unlink()
+                    removed.append(p.name)
+                except FileNotFoundError:  # another sweep cleaned it first
+                    pass
+    return removed
+
+
+def check_row(path: Path, key: str | None = None) -> str | None:
+    """Why ``path`` is not one whole result row (of the cell ``key``), or None if it is."""
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path)
+    except Exception as exc:  # truncated, empty, not Parquet: pyarrow raises several types
+        return f"not a readable Parquet file ({type(exc).__name__})"
+    if t.num_rows != 1:
+        return f"{t.num_rows} rows, not one"
+    missing = {"key", "status", "command"} - set(t.column_names)
+    if missing:
+        return f"not a stratus result row (no {', '.join(sorted(missing))} column)"
+    row = t.slice(0, 1).to_pylist()[0]
+    if key is not None and row["key"] != key:
+        return f"holds the row of cell {row['key']}, not {key}"
+    if row["status"] not in ("ok", "failed"):
+        return f"status {row['status']!r}"
+    return None
 
 
 def finished_keys(results: Path) -> set[str]:
-    """Keys of the cells whose row says they ran to the end."""
+    """Keys of the cells whose row file says, by its name, that they ran to the end."""
+    return finished_rows(results, checked=False)[0]
+
+
+def finished_rows(results: Path, checked: bool = True) -> tuple[set[str], dict[str, str]]:
+    """Keys of the cells that ran to the end, each row read and checked (``check_row``),
+    and {bad file name: why}: a bad row's cell is not finished (a sweep reruns it)."""
     d = rows_dir(results)
-    if not d.is_dir():
-        return set()
-    return {p.name[:-len(".parquet")] for p in d.iterdir()
-            if p.name.endswith(".parquet") and not p.name.startswith(".")
-            and not p.name.endswith(FAILED + ".parquet")}
+    keys, bad = set(), {}
+    if d.is_dir():
+        for p in d.iterdir():
+            m = ROW_NAME.match(p.name)
+            if not m or m[2]:
+                continue
+            why = check_row(p, m[1]) if checked else None
+            if why is None:
+                keys.add(m[1])
+            else:
+                bad[p.name] = why
+    return keys, bad
 
 
 def write_row(results: Path, row: dict) -> Path:
@@ -49,7 +110,7 @@ def write_row(results: Path, row: dict) -> Path:
     ok = row["status"] == "ok"
     name = f"{row['key']}{'' if ok else FAILED}.parquet"
     out = d / name
-    tmp = d / f".{name}.{os.getpid()}.tmp"
+    tmp = temporary(out)
     try:
         pq.write_table(pa.Table.from_pylist([row]), tmp)
         os.replace(tmp, out)
@@ -60,17 +121,29 @@ def write_row(results: Path, row: dict) -> Path:
     return out
 
 
-def read_rows(results: Path):
-    """Every row of the results directory as a DataFrame (failed cells included)."""
+def read_rows(results: Path, skipped: dict[str, str] | None = None):
+    """Every row of the results directory as a DataFrame (failed cells included). A file
+    that is not one whole row (truncated, empty, foreign) is left out, and named with the
+    reason in ``skipped`` when given."""
     import pandas as pd
     import pyarrow.parquet as pq
 
     d = rows_dir(results)
     files = sorted(p for p in d.glob("*.parquet") if not p.name.startswith(".")) \
         if d.is_dir() else []
-    if not files:
+    frames = []
+    for p in files:
+        m = ROW_NAME.match(p.name)
+        why = check_row(p, m[1] if m else None)
+        if why is None and not m:
+            why = "not named by a cell's key"
+        if why is not None:
+            if skipped is not None:
+                skipped[str(p)] = why
+            continue
+        frames.append(pq.read_table(p).to_pandas())
+    if not frames:
         return pd.DataFrame()
-    frames = [pq.read_table(p).to_pandas() for p in files]
     return pd.concat(frames, ignore_index=True, sort=False)
 
 
@@ -132,9 +205,10 @@ def input_hashes(spec) -> dict:
     return out
 
 
-#: the results directory's format: how its rows' keys are made (1: argv-era keys, before
-#: every cell was a spec; such rows are never reused)
-FORMAT_FILE, FORMAT = "stratus-results.json", 2
+#: the results directory's format (1: argv-era keys, before every cell was a spec; 2: keys
+#: of typed specs; 3: rows also carry their canonical spec and input hashes, which the
+#: report groups by): rows of another format are never reused
+FORMAT_FILE, FORMAT = "stratus-results.json", 3
 
 
 def check_format(results: Path) -> None:
@@ -149,23 +223,27 @@ def check_format(results: Path) -> None:
             version = json.loads(marker.read_text()).get("format")
         except (ValueError, AttributeError, OSError):
             version = "unreadable"
-    has_rows = rows_dir(results).is_dir() and any(
-        p.suffix == ".parquet" for p in rows_dir(results).iterdir())
+    has_rows = rows_dir(results).is_dir() and any(  # a temporary name is hidden
+        p.suffix == ".parquet" and not p.name.startswith(".")
+        for p in rows_dir(results).iterdir())
     if version is None and not has_rows:
         return
     if version != FORMAT:
         raise ConfigError(f"{results}: its rows were written by an older stratus (results "
-                          f"format {version or 1}, now {FORMAT}: cells are keyed by their "
-                          f"typed spec and input files); sweep into a new directory ("
+                          f"format {version or 1}, now {FORMAT}: rows carry their cell's typed "
+                          f"spec and input hashes); sweep into a new directory ("
                           f"`stratus report` still reads this one)")
 
 
 def mark_format(results: Path) -> None:
     marker = results / FORMAT_FILE
     if not marker.exists():
-        tmp = results / f".{FORMAT_FILE}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"format": FORMAT}))
-        os.replace(tmp, marker)
+        tmp = temporary(marker)
+        try:
+            tmp.write_text(json.dumps({"format": FORMAT}))
+            os.replace(tmp, marker)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def catalog_hashes(options: dict) -> dict:

@@ -273,6 +273,11 @@ class Spec:
         if bad:
             raise ConfigError(f"{lab(bad[0])}: not an option of {cls.command or cls.__name__}"
                               f" (known: {', '.join(sorted(known))})")
+        need = [f.name for f in fields(cls) if f.name not in values
+                and f.default is MISSING and f.default_factory is MISSING]
+        if need:
+            raise ConfigError(f"{cls.command or cls.__name__} needs "
+                              f"{', '.join(lab(n) for n in need)} (not given)")
         with labelled(lab):
             return cls(**values)
 
