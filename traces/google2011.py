@@ -100,11 +100,13 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stratus import tempnames
 from stratus.errors import ConfigError, TraceError
 from traces.schema import LoadReport, Trace
 from traces.tables import (
@@ -384,7 +386,7 @@ def _locate(parts: Sequence[Path], fields: list[Field], hint: str = "") -> Trace
 
 def _rejected(con, rejects: str, fields: list[Field]) -> TraceError | None:
     """TraceError for the first line DuckDB rejected, if any."""
-    row = con.execute(
+    row = _execute(con,
         f"SELECT s.file_path, e.line, e.column_name, e.error_type, e.error_message, e.csv_line "
         f"FROM {rejects} e JOIN {rejects}_scan s USING (scan_id, file_id) "
         f"ORDER BY s.file_path, e.line, e.error_type NOT IN {COUNT_ERRORS}, e.column_idx "
@@ -403,6 +405,46 @@ def _rejected(con, rejects: str, fields: list[Field]) -> TraceError | None:
 
 # --- the conversion --------------------------------------------------------------------
 
+def _execute(con, sql: str):
+    """``con.execute(sql)`` on a helper thread while this one waits, so that Ctrl-C is
+    seen at once and interrupts the query (``con.interrupt()``, about 0.1 s on the real
+    trace); DuckDB notices a SIGINT by itself only between large tasks, 5-7 s into the
+    task_events pass. An interrupted query raises KeyboardInterrupt, never an error that
+    would send the loader scanning the files for a bad line."""
+    import duckdb
+
+    if threading.current_thread() is not threading.main_thread():
+        box = {"result": con.execute(sql)}
+    else:
+        box: dict = {}
+        done = threading.Event()  # not Thread.join: an interrupted join can mark a
+                                  # running thread stopped (CPython 3.11, bpo-45274's fix)
+
+        def run() -> None:
+            try:
+                box["result"] = con.execute(sql)
+            except BaseException as exc:  # handed to the waiting thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="stratus-duckdb", daemon=True).start()
+        try:
+            while not done.wait(0.1):
+                pass
+        except KeyboardInterrupt:
+            con.interrupt()
+            while not done.wait(0.1):
+                pass
+            raise
+    err = box.get("error")
+    if isinstance(err, duckdb.InterruptException):
+        raise KeyboardInterrupt
+    if err is not None:
+        raise err
+    return box["result"]
+
+
 def _connect(workdir: Path, opts: Options):
     try:
         import duckdb
@@ -418,7 +460,7 @@ def _connect(workdir: Path, opts: Options):
         # DuckDB draws a progress bar on *stdout* for queries over 2 s when it deems the
         # session interactive (a __main__ without __file__: python -c, notebooks); stdout is
         # for the one JSON document. A session option: connect() refuses it in config.
-        con.execute("SET enable_progress_bar = false")
+        con.execute("SET enable_progress_bar = false")  # instant: no helper thread
         return con
     except duckdb.Error as exc:
         raise ConfigError(f"google2011: cannot start DuckDB with memory_limit="
@@ -427,7 +469,7 @@ def _connect(workdir: Path, opts: Options):
 
 def _aggregate_jobs(con, parts: Sequence[Path]) -> None:
     """One row per job: names, user, and whether any event lies outside the trace."""
-    con.execute(f"""
+    _execute(con, f"""
         CREATE TABLE job_agg AS
         WITH ev AS (
             SELECT *, {KEY_SQL} AS k, {_bad_sql(JOB_FIELDS)} AS bad
@@ -443,7 +485,7 @@ def _aggregate_jobs(con, parts: Sequence[Path]) -> None:
 
 def _aggregate_tasks(con, parts: Sequence[Path]) -> None:
     """One row per (job, task): the lifecycle keys and requests (one streaming pass)."""
-    con.execute(f"""
+    _execute(con, f"""
         CREATE TABLE task_agg AS
         WITH ev AS (
             SELECT *, {KEY_SQL} AS k, {_bad_sql(TASK_FIELDS)} AS bad,
@@ -571,7 +613,7 @@ def _check_input(con, table: str, rejects: str, parts, fields) -> None:
     err = _rejected(con, rejects, fields)
     if err:
         raise err
-    bad = con.execute(f"SELECT min(bad_file) FROM {table}").fetchone()[0]
+    bad = _execute(con, f"SELECT min(bad_file) FROM {table}").fetchone()[0]
     if bad is not None:
         raise (scan_file(Path(bad), fields)
                or TraceError(f"{bad}: a line breaks the v2.1 schema (empty id or timestamp, "
@@ -600,30 +642,30 @@ def _run_derived(con, root: Path, statements: Sequence[str]) -> None:
 
     try:
         for sql in statements:
-            con.execute(sql)
+            _execute(con, sql)
     except duckdb.OutOfMemoryException as exc:
         raise TraceError(f"{root}: DuckDB ran out of memory; raise memory_limit ({exc})") from None
 
 
 def _count_report(con, report: LoadReport, opts: Options) -> int:
     """Fill the report from the per-task and per-job tables; return rows kept."""
-    report.rows_read, late = con.execute(
+    report.rows_read, late = _execute(con,
         "SELECT coalesce(sum(n_events), 0), coalesce(sum(n_late), 0) FROM task").fetchone()
-    n_job_events = con.execute("SELECT coalesce(sum(n_events), 0) FROM job_agg").fetchone()[0]
+    n_job_events = _execute(con, "SELECT coalesce(sum(n_events), 0) FROM job_agg").fetchone()[0]
     report.note(f"read {report.rows_read:,} task events and {n_job_events:,} job events")
-    for code, n in con.execute("SELECT jcode, count(*) FROM job WHERE jcode > 0 "
+    for code, n in _execute(con, "SELECT jcode, count(*) FROM job WHERE jcode > 0 "
                                "GROUP BY jcode ORDER BY jcode").fetchall():
         report.drop(JOB_REASONS[code], n)
-    for code, n in con.execute(
+    for code, n in _execute(con,
             "SELECT code, count(*) FROM task JOIN job USING (job_id) WHERE jcode = 0 "
             "AND code >= 20 GROUP BY code ORDER BY code").fetchall():
         report.drop(TASK_REASONS[code], n)
-    in_dropped = con.execute("SELECT coalesce(sum(n_tasks), 0) FROM job WHERE jcode > 0"
+    in_dropped = _execute(con, "SELECT coalesce(sum(n_tasks), 0) FROM job WHERE jcode > 0"
                              ).fetchone()[0]
     _note(report, in_dropped, "tasks left out with their dropped jobs")
     _note(report, late, "task events were earlier than an event before them in file order "
                         "(all events are ordered by timestamp, ties in lifecycle order)")
-    kept = con.execute(f"""
+    kept = _execute(con, f"""
         SELECT count(*),
             count(*) FILTER (n_submit > 1),
             count(*) FILTER (final_type = {FAIL}),
@@ -684,9 +726,9 @@ def _write_parquet(con, out: Path, name: str, report: LoadReport) -> None:
 
     meta = {"stratus.trace.name": name, "stratus.load_report": json.dumps(report.as_dict())}
     kv = "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in meta.items()) + "}"
-    tmp = out.with_name(out.name + ".partial")
+    tmp = tempnames.fresh(out)
     try:
-        con.execute(f"COPY (SELECT * FROM final ORDER BY submit_s, job_id, task_id) "
+        _execute(con, f"COPY (SELECT * FROM final ORDER BY submit_s, job_id, task_id) "
                     f"TO {_sql_str(str(tmp))} (FORMAT parquet, KV_METADATA {kv})")
         os.replace(tmp, out)
     except (duckdb.Error, OSError) as exc:
