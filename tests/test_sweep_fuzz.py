@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,9 +254,10 @@ SEEN: dict = {"codes": [], "errors": set()}
           derandomize=os.environ.get("STRATUS_FUZZ_RANDOM") != "1",
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=configs(), first=st.lists(st.sampled_from(DAMAGES), max_size=3, unique=True),
-       raw=st.one_of(st.none(), st.binary(max_size=40)), report=st.booleans())
+       raw=st.one_of(st.none(), st.binary(max_size=40)), report=st.booleans(),
+       concurrent=st.integers(0, 29).map(lambda k: k == 0))
 def test_random_configs_and_damaged_results_end_cleanly(box, capsys, text, first, raw,
-                                                        report):
+                                                        report, concurrent):
     res = box / "res"
     shutil.rmtree(res, ignore_errors=True)
     ABANDONED.clear()
@@ -272,9 +274,19 @@ def test_random_configs_and_damaged_results_end_cleanly(box, capsys, text, first
         for what in first:
             keep |= damage(res, what)
     before = {p: p.read_bytes() if p.is_file() else None for p in keep}
-    if raw is None:  # again, onto the damaged directory
+    if raw is None:  # again, onto the damaged directory (with another sweep, at times)
+        other = subprocess.Popen([sys.executable, "-m", "stratus.app.cli", *args],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) if concurrent else None
         code, out, err = _cli(capsys, args)
         SEEN["codes"].append(code)
+        if other is not None:
+            o_out, o_err = other.communicate(timeout=120)
+            assert other.returncode in (0, 1, 2) and "Traceback" not in o_err, o_err
+            if code in (0, 1) and other.returncode in (0, 1):  # the cells ran once in all
+                a, b = json.loads(out), json.loads(o_out)
+                assert a["cells_total"] == b["cells_total"]
+                assert a["cells_run"] + b["cells_run"] <= a["cells_total"], (a, b)
     if report and res.is_dir():
         out_dir = box / "rep"
         shutil.rmtree(out_dir, ignore_errors=True)
