@@ -327,6 +327,13 @@ class RuntimeBinPacker:
         self.blacklist: set[int] = set()
         self.reset()
 
+    @staticmethod
+    def check_params(p: dict, where: str) -> None:
+        from stratus.errors import ConfigError
+
+        if p["unit_s"] <= 0:
+            raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
+
     def reset(self) -> None:
         """A new replay: instance ids start again (the blacklist is emptied in place:
         migrators share it)."""

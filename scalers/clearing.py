@@ -23,6 +23,7 @@ from stratus.view import ClusterView
 
 class InstanceClearing:
     name = "instance-clearing"
+    key = "clearing"  # its parameters: clearing.threshold, clearing.ticks
 
     def __init__(self, packer: RuntimeBinPacker, threshold: float = 0.5, ticks: int = 3) -> None:
         self.packer = packer
@@ -39,6 +40,15 @@ class InstanceClearing:
 
     def stats(self) -> dict:
         return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
+
+    @staticmethod
+    def check_params(p: dict, where: str) -> None:
+        from stratus.errors import ConfigError
+
+        if not 0 < p["threshold"] <= 1:
+            raise ConfigError(f"{where}.threshold: a utilization in (0, 1], got {p['threshold']}")
+        if p["ticks"] < 0:
+            raise ConfigError(f"{where}.ticks: a number of ticks >= 0, got {p['ticks']}")
 
     def _is_low(self, inst: Instance, free) -> bool:
         thr = self.threshold

@@ -91,6 +91,13 @@ class CostEfficiencyScaler:
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
 
+    @staticmethod
+    def check_params(p: dict, where: str) -> None:
+        from stratus.errors import ConfigError
+
+        if p["unit_s"] <= 0:
+            raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
+
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = view.acquirable_types()  # spot types above their bid would be revoked at once
         if not types:

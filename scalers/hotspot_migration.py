@@ -66,6 +66,15 @@ class PriceHopping:
         self.packer = packer
         self.reset()
 
+    @staticmethod
+    def check_params(p: dict, where: str) -> None:
+        from stratus.errors import ConfigError
+
+        if p["unit"] not in ("load", "capacity"):
+            raise ConfigError(f"{where}.unit: load or capacity, got {p['unit']!r}")
+        if p["bid_factor"] is not None and p["bid_factor"] <= 0:
+            raise ConfigError(f"{where}.bid_factor: a positive factor, got {p['bid_factor']}")
+
     def reset(self) -> None:
         """A new replay: counts, its own blacklist and the tracking start again (a shared
         packer's blacklist is reset by its owner, stratus.compose)."""

@@ -167,6 +167,16 @@ class KarpenterConsolidation:
         self.replace = replace
         self.reset()
 
+    @staticmethod
+    def check_params(p: dict, where: str) -> None:
+        from stratus.errors import ConfigError
+
+        if p["consolidate_after"] < 0:
+            raise ConfigError(f"{where}.consolidate_after: seconds >= 0, got "
+                              f"{p['consolidate_after']}")
+        if not 0 <= p["budget"] <= 1:
+            raise ConfigError(f"{where}.budget: a share in [0, 1], got {p['budget']}")
+
     def reset(self) -> None:
         """A new replay: instance ids and counts start again (the packer and its blacklist
         are reset by their owner, stratus.compose)."""

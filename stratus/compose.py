@@ -191,3 +191,40 @@ class ComposedScheduler:
             if part is not None and hasattr(part, "stats"):
                 out.update(part.stats())
         return out
+
+    def parts(self) -> dict[str, object]:
+        """The parts by the key their parameters go under: a part's own ``key`` (e.g.
+        ``clearing``), else its role (packer, scaler, migrator); a chain's parts each."""
+        out: dict[str, object] = {}
+        for role, part in (("packer", self.packer), ("scaler", self.scaler),
+                           ("migrator", self.migrator)):
+            for p in getattr(part, "parts", None) or ((part,) if part is not None else ()):
+                key = getattr(p, "key", None) or role
+                while key in out:  # two parts of one role: migrator, migrator2
+                    key = f"{key}{sum(k.startswith(key) for k in out) + 1}"
+                out[key] = p
+        return out
+
+    def get_params(self) -> dict:
+        """Every part's parameters as ``KEY.NAME``: value (sklearn's get_params)."""
+        from stratus.params import part_params
+
+        return {f"{k}.{n}": v for k, p in self.parts().items()
+                for n, v in part_params(p).items()}
+
+    def set_params(self, **params) -> ComposedScheduler:
+        """Set ``KEY.NAME`` parameters (values as text or typed), each checked first."""
+        from stratus.errors import ConfigError
+        from stratus.params import set_part_params
+
+        parts = self.parts()
+        by_part: dict[str, dict] = {}
+        for full, v in params.items():
+            key, dot, name = full.partition(".")
+            if not dot or key not in parts:
+                raise ConfigError(f"{self.name}: no parameter {full!r} (known: "
+                                  f"{', '.join(sorted(self.get_params())) or 'none'})")
+            by_part.setdefault(key, {})[name] = v
+        for key, ps in by_part.items():
+            set_part_params(parts[key], f"{self.name}: {key}", ps)
+        return self

@@ -69,11 +69,19 @@ def catalog_doc(cat, types: bool) -> dict:
 
 
 def schedulers() -> list[dict]:
-    """Every registered scheduler and cost model: name, description, estimator, kind."""
+    """Every registered scheduler and cost model: name, description, estimator, kind, and
+    its parts' parameters with their defaults (``NAME?KEY.NAME=VALUE`` sets them)."""
     from stratus.app.registry import all_names, get_spec
 
-    return [{"name": s.name, "description": s.description, "estimator": s.estimator,
-             "kind": s.kind} for s in map(get_spec, all_names())]
+    out = []
+    for s in map(get_spec, all_names()):
+        params = {}
+        if s.kind == "policy":
+            sched = s.factory()
+            params = sched.get_params() if hasattr(sched, "get_params") else {}
+        out.append({"name": s.name, "description": s.description, "estimator": s.estimator,
+                    "kind": s.kind, "params": params})
+    return out
 
 
 def trace_formats() -> dict:

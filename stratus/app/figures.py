@@ -4,6 +4,7 @@ sits beside ours where the paper gives one (stratus/app/paper.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 
@@ -80,6 +81,9 @@ def _replay(df):
     if r.empty:
         return r
     r["scheduler"] = _opt(r, "scheduler", "stratus")
+    if "spec_json" in r:  # the canonical name, with its parameters (stratus?clearing...)
+        r["scheduler"] = [json.loads(j)["scheduler"] if isinstance(j, str) and j != "null"
+                          else n for j, n in zip(r["spec_json"], r["scheduler"])]
     r["market"] = _opt(r, "market", "spot")
     r["h"] = _opt(r, "h", None)
     r["paper_trace"] = [paper.paper_trace(lab, spec)

@@ -71,11 +71,47 @@ def all_names() -> list[str]:
 
 
 def get_spec(name: str) -> SchedulerSpec:
+    """The scheduler ``name``: a registered one, or ``NAME?KEY.NAME=VALUE&...`` with its
+    parts' parameters set (``stratus?clearing.threshold=0.4``), checked now; its name is
+    then the canonical text of those values."""
     _load()
-    spec = SCHEDULERS.get(name) or COST_MODELS.get(name)
+    base, q, query = name.partition("?")
+    spec = SCHEDULERS.get(base) or COST_MODELS.get(base)
     if spec is None:
-        raise ConfigError(f"unknown scheduler {name!r}; known: {', '.join(all_names())}")
-    return spec
+        raise ConfigError(f"unknown scheduler {base!r}; known: {', '.join(all_names())}")
+    if not q:
+        return spec
+    from stratus import params as P
+
+    given = P.parse(query, f"scheduler {name}")
+    if spec.kind != POLICY:
+        raise ConfigError(f"scheduler {name}: {base} is a cost model and takes no parameters")
+    probe = spec.factory()
+    if not hasattr(probe, "set_params"):
+        raise ConfigError(f"scheduler {name}: {base} takes no parameters (it is not composed "
+                          f"of parts)")
+    default = probe.get_params()
+    probe.set_params(**given)
+    # a value equal to the default is no change: ``stratus?clearing.threshold=0.5`` is stratus
+    typed = {k: v for k, v in probe.get_params().items() if k in given and v != default[k]}
+    if not typed:
+        return spec
+    full = f"{base}?{P.canonical(typed)}"
+    return SchedulerSpec(full, WithParams(spec.factory, full, typed), spec.description,
+                         spec.estimator, spec.kind)
+
+
+class WithParams:
+    """A registered factory, then its scheduler's parameters set and its name made the
+    canonical ``NAME?...`` (a module-level class: worker processes receive it pickled)."""
+
+    def __init__(self, factory: Callable[[], object], name: str, params: dict) -> None:
+        self.factory, self.name, self.params = factory, name, params
+
+    def __call__(self):
+        sched = self.factory().set_params(**self.params)
+        sched.name = self.name
+        return sched
 
 
 def make_scheduler(name: str):

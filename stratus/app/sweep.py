@@ -57,7 +57,11 @@ def cell_spec(command: str, trace: dict, options: dict,
               "hours": trace.get("hours"), "start": trace.get("start"),
               "slice": trace.get("slice"), "slices": trace.get("slices"),
               "seed": trace["seed"]}
+    params = {}
     for k, v in options.items():
+        if "." in k:  # a part's parameter: clearing.threshold (issue 21)
+            params[k] = v
+            continue
         if k == "h":
             try:
                 h = S.number("a positive number", 0, above=True)(v)
@@ -66,7 +70,27 @@ def cell_spec(command: str, trace: dict, options: dict,
             values["estimator"] = f"noisy:{h:g}"
         else:
             values[k] = v
+    if params:
+        base, q, query = str(values.get("scheduler", "stratus")).partition("?")
+        text = "&".join([query] * bool(q) + [f"{k}={_param_text(v)}" for k, v in params.items()])
+        values["scheduler"] = f"{base}?{text}"
     return SPECS[command].build(values, label)
+
+
+def _param_text(v) -> str:
+    return "true" if v is True else "false" if v is False else str(v)
+
+
+def _flat(table: dict, prefix: str = "") -> dict:
+    """TOML's dotted keys (``clearing.threshold = [0.4]`` is a nested table) as flat
+    ``clearing.threshold`` keys; a quoted ``"clearing.threshold"`` is flat already."""
+    out = {}
+    for k, v in table.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def identity(spec: Spec, code: str) -> dict:
@@ -130,10 +154,10 @@ def _grids(cfg: dict, path: Path) -> list[dict]:
         if not isinstance(grid, dict):
             raise ConfigError(f"{path}: grid[{i}] must be a table")
         axes = {}
-        for k, v in {**grid}.items():
+        for k, v in _flat(grid).items():
             _not_window(k, f"{path}: grid[{i}].{k}")
             axes[ALIASES.get(k, k)] = _as_list(v, f"{path}: grid[{i}].{k}")
-        for k, v in fixed.items():
+        for k, v in _flat(fixed).items():
             _not_window(k, f"{path}: options.{k}")
             name = ALIASES.get(k, k)
             if name in axes:

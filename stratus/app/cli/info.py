@@ -46,7 +46,9 @@ def cmd_schedulers(args) -> int:
     return print_doc(docs, args.json, lambda: table(
         ("name", "kind", "estimator", "description"),
         [(d["name"], d["kind"], d["estimator"] or "(replay's)", d["description"])
-         for d in docs], align_left=4))
+         for d in docs], align_left=4) + "\n\nparameters (NAME?KEY.NAME=VALUE&...):\n" + "\n".join(
+        f"  {d['name']}: " + ", ".join(f"{k}={v}" for k, v in d["params"].items())
+        for d in docs if d["params"]))
 
 
 def cmd_catalogs(args) -> int:

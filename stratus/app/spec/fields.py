@@ -138,8 +138,7 @@ def _scheduler(v):
         raise Bad(f"takes a scheduler name, got {v!r}")
     from stratus.app.registry import get_spec
 
-    get_spec(v)
-    return v
+    return get_spec(v).name  # parameters in one canonical form: one cell, one name
 
 
 def _estimator(v):

@@ -162,8 +162,8 @@ class CompareSpec(CloudSpec):
     def check(self) -> None:
         super().check()
         _check_slice_plan(self)
-        for n in self.schedulers or ():
-            _scheduler(n)
+        if self.schedulers:  # each checked, its parameters in canonical form
+            object.__setattr__(self, "schedulers", tuple(_scheduler(n) for n in self.schedulers))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,8 +184,7 @@ class SensitivitySpec(CloudSpec):
             raise ConfigError("sensitivity sets the estimator itself (noisy:h); drop "
                               "--estimator")
         _check_slice_plan(self)
-        for n in self.schedulers:
-            _scheduler(n)
+        object.__setattr__(self, "schedulers", tuple(_scheduler(n) for n in self.schedulers))
 
 
 def _check_slice_plan(s: WindowSpec) -> None:
