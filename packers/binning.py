@@ -317,14 +317,13 @@ def _remember_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> Non
 
 
 class RuntimeBinPacker:
-    """Stratus's packer (§3.2). Instances in ``blacklist`` (being cleared, §3.4) get no tasks."""
+    """Stratus's packer (§3.2). Cordoned instances (being cleared, §3.4) get no tasks."""
 
     name = "runtime-binning"
     general = False  # True: no unrolled (cpu, mem) path in the index (for the tests)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
-        self.blacklist: set[int] = set()
         self.reset()
 
     @staticmethod
@@ -335,20 +334,20 @@ class RuntimeBinPacker:
             raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
 
     def reset(self) -> None:
-        """A new replay: instance ids start again (the blacklist is emptied in place:
-        migrators share it)."""
-        self.blacklist.clear()
+        """A new replay: instance ids start again."""
         self._index: BinIndex | None = None
         self._index_plan: Plan | None = None
 
     def index(self, view: ClusterView, plan: Plan) -> BinIndex:
-        """The tick's bin index (built once per plan, shared with instance clearing)."""
+        """The tick's bin index (built once per plan, shared with instance clearing),
+        without the cordoned instances, now or later in the plan."""
         if self._index_plan is not plan:
-            bl = self.blacklist
+            bl = plan.cordoned
             insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
             reuse = self._index.entries if self._index is not None else None
             self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
             self._index_plan = plan
+            plan.on_cordon(self._index.discard)
         return self._index
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:

@@ -12,8 +12,8 @@ The search is a branch and bound over one capacity index per instance type, the 
 first fit uses (packers/free_index.py): every node of that tree holds the largest free
 amount per dimension below it, which bounds the dot product of anything below it (the
 weights ``req_d / cap_d^2`` are >= 0 and fixed within a type), and rules out subtrees whose
-maxima are below the request. Instances in ``blacklist``
-(being vacated by instance clearing or hopping) get no tasks.
+maxima are below the request. Cordoned instances (``Plan.cordon``: being vacated by
+instance clearing or hopping) get no tasks.
 
 ``index(view, plan)`` exposes the same tick index to instance clearing
 (scalers/clearing.py) so that clearing re-packs by dot product, without runtime binning
@@ -200,41 +200,24 @@ class DotProductPacker:
     name = "dot-product"
 
     def __init__(self) -> None:
-        self.blacklist: set[int] = set()
         self.reset()
 
     def reset(self) -> None:
-        """A new replay: instance ids start again (the blacklist is emptied in place:
-        migrators share it)."""
-        self.blacklist.clear()
+        """A new replay: instance ids start again."""
         self._view: ClusterView | None = None
         self._lives: dict[str, LiveIndex] = {}
         self._index: DotIndex | None = None
         self._plan: Plan | None = None
 
-    def exclude(self, iid: int) -> None:
-        """Give ``iid`` no more tasks (it is being vacated), from now on in this tick too."""
-        self.blacklist.add(iid)
-        if self._index is not None:
-            self._index.discard(iid)
-
     def index(self, view: ClusterView, plan: Plan) -> DotIndex:
-        """The tick's index (synced once per plan, shared with instance clearing)."""
+        """The tick's index (synced once per plan, shared with instance clearing and
+        HSpot's moves), without the cordoned instances, now or later in the plan."""
         if self._plan is plan and self._index is not None:
             return self._index
         if view is not self._view:  # another replay: start afresh
             self._view = view
             self._lives = {}
-            self.blacklist.clear()
-        bl = self.blacklist
-        if bl:
-            gone = []
-            for iid in bl:
-                try:
-                    view.instance(iid)
-                except KeyError:
-                    gone.append(iid)
-            bl.difference_update(gone)
+        bl = plan.cordoned
         groups: dict[str, list[Instance]] = {t.name: [] for t in view.catalog}
         for inst in view.instances:  # age order within each type, as the indexes expect
             groups[inst.itype.name].append(inst)
@@ -257,6 +240,7 @@ class DotProductPacker:
         for iid in bl:
             idx.discard(iid)
         self._index, self._plan = idx, plan
+        plan.on_cordon(idx.discard)
         return idx
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:

@@ -17,7 +17,7 @@ from stratus.view import ClusterView
 
 
 class FirstFit:
-    """Packer. Instances in ``blacklist`` (e.g. being drained by a consolidation) get no
+    """Packer. Cordoned instances (``Plan.cordon``: e.g. drained by a consolidation) get no
     tasks (as Stratus §3.4 blacklists cleared instances); ``index`` gives the tick's synced
     capacity index to other parts."""
 
@@ -25,13 +25,10 @@ class FirstFit:
     general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:
-        self.blacklist: set[int] = set()
         self.reset()
 
     def reset(self) -> None:
-        """A new replay: instance ids start again (the blacklist is emptied in place:
-        migrators share it)."""
-        self.blacklist.clear()
+        """A new replay: instance ids start again."""
         self._view: ClusterView | None = None
         self._index = LiveIndex()
         self._plan: Plan | None = None
@@ -39,31 +36,35 @@ class FirstFit:
     def index(self, view: ClusterView, plan: Plan) -> LiveIndex:
         """The capacity index in step with ``view`` and what ``plan`` promised so far
         (synced once per plan; parts that place through it must call ``took``).
-        Blacklisted instances' slots are dead in the tree (Stratus §3.4)."""
+        Cordoned instances' slots are dead in the tree (Stratus §3.4), from the moment
+        they are cordoned."""
         index = self._index
         if view is not self._view:  # another replay: start afresh (as reset())
             self._view, index = view, LiveIndex()
             self._index = index
             self._plan = None
-            self.blacklist.clear()  # ids of the last replay's instances
         if plan is not self._plan:
             self._plan = plan
             index.sync(view.instances)
             for iid in plan.touched():  # capacity this tick's plan already promised
                 index.update(view.instance(iid), plan.free(view.instance(iid)))
-            if self.blacklist:
-                self.blacklist &= index.slot.keys()  # drained instances that are gone
-                for iid in self.blacklist:
-                    s = index.slot[iid]
+
+            def dead(iid: int, index: LiveIndex = index) -> None:
+                s = index.slot.get(iid)
+                if s is not None:
                     index.seen[s] = None  # reload it at the next sync
                     index.tree.set(s, DEAD, DEAD)
+
+            for iid in plan.cordoned:
+                dead(iid)
+            plan.on_cordon(dead)
         return index
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
         if self.general:  # the reference the property tests compare the index with
-            return self._scan(view, plan, tasks, self.blacklist)
+            return self._scan(view, plan, tasks, plan.cordoned)
         index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
@@ -86,8 +87,8 @@ class FirstFit:
 
     @staticmethod
     def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
-              blacklist: Collection[int] = ()) -> list[Task]:
-        insts = [i for i in view.instances if i.iid not in blacklist]
+              cordoned: Collection[int] = ()) -> list[Task]:
+        insts = [i for i in view.instances if i.iid not in cordoned]
         left = []
         for task in tasks:
             for inst in insts:

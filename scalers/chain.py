@@ -3,27 +3,25 @@ for the Stratus §5.2 "SCloud + packing + scaling + clearing" step)."""
 
 from __future__ import annotations
 
-from stratus.compose import Migrator, Plan
+from stratus.compose import Migrator, Part, Plan, part_hooks
 from stratus.view import ClusterView
 
 
-class MigratorChain:
+class MigratorChain(Part):
     """Runs each migrator on the same plan; a later one sees what earlier ones decided
-    through the plan (and through a packer blacklist they share)."""
+    through the plan (its decisions and its cordons)."""
 
     def __init__(self, *parts: Migrator) -> None:
         self.parts = parts
         self.name = "+".join(p.name for p in parts)
 
     def reset(self) -> None:
-        for p in self.parts:
-            if hasattr(p, "reset"):
-                p.reset()
+        for reset, _, _ in map(part_hooks, self.parts):
+            reset()
 
     def start(self, view: ClusterView) -> None:
-        for p in self.parts:
-            if hasattr(p, "start"):
-                p.start(view)
+        for _, start, _ in map(part_hooks, self.parts):
+            start(view)
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         for p in self.parts:
@@ -31,7 +29,6 @@ class MigratorChain:
 
     def stats(self) -> dict:
         out: dict = {}
-        for p in self.parts:
-            if hasattr(p, "stats"):
-                out.update(p.stats())
+        for _, _, stats in map(part_hooks, self.parts):
+            out.update(stats())
         return out

@@ -3,7 +3,7 @@
 An instance under ``threshold`` (50%) utilization in *every* dimension for more than
 ``ticks`` (3) consecutive scheduling events is a candidate. Candidates are taken in
 decreasing order of cost per resource used. All or none of a candidate's tasks move: it
-is blacklisted (the packer gives it no new tasks) and its tasks are re-packed with the
+is cordoned (``Plan.cordon``: the packer gives it no new tasks) and its tasks are re-packed with the
 packer (§3.2, by remaining runtime) onto running instances; if they do not all fit, a
 new, cheaper instance is acquired for all of them (the best type by the §3.3 score among
 types cheaper than the candidate). A candidate is cleared only if its longest task's
@@ -13,19 +13,18 @@ new instance is needed). Migrated tasks keep their progress (the engine's migrat
 
 from __future__ import annotations
 
-from packers.binning import RuntimeBinPacker
 from scalers.cost_efficiency import normalized_used_constraining
-from stratus.compose import Plan
+from stratus.compose import IndexedPacker, Part, Plan
 from stratus.model import READY, RUNNING, Instance
 from stratus.resources import fits
 from stratus.view import ClusterView
 
 
-class InstanceClearing:
+class InstanceClearing(Part):
     name = "instance-clearing"
     key = "clearing"  # its parameters: clearing.threshold, clearing.ticks
 
-    def __init__(self, packer: RuntimeBinPacker, threshold: float = 0.5, ticks: int = 3) -> None:
+    def __init__(self, packer: IndexedPacker, threshold: float = 0.5, ticks: int = 3) -> None:
         self.packer = packer
         self.threshold = threshold
         self.ticks = ticks
@@ -33,7 +32,7 @@ class InstanceClearing:
 
     def reset(self) -> None:
         """A new replay: instance ids start again, and so do the counts (the packer and
-        its blacklist are reset by their owner, stratus.compose)."""
+        the cordons are reset by their owner, stratus.compose)."""
         self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks
         self.instances_cleared = 0
         self.tasks_migrated = 0
@@ -55,9 +54,7 @@ class InstanceClearing:
         return all((c - f) < thr * c for c, f in zip(inst.itype.capacity, free))
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
-        blacklist = self.packer.blacklist
-        alive = {i.iid for i in view.instances}
-        blacklist &= alive  # cleared instances that are gone
+        cordoned = plan.cordoned  # cleared instances not yet gone
         low = {}
         cands = []
         prev, ticks, thr = self.low, self.ticks, self.threshold
@@ -66,7 +63,7 @@ class InstanceClearing:
             if inst.state != READY:
                 continue
             iid = inst.iid
-            if iid in blacklist:
+            if iid in cordoned:
                 continue
             for c, f in zip(inst.itype.capacity, pfree(inst)):
                 if (c - f) >= thr * c:
@@ -93,7 +90,6 @@ class InstanceClearing:
             if plan.free(inst) != inst.free:
                 continue
             if self._clear(view, plan, inst):
-                blacklist.add(inst.iid)
                 self.low.pop(inst.iid, None)
 
     def _clear(self, view: ClusterView, plan: Plan, inst: Instance) -> bool:
@@ -119,7 +115,7 @@ class InstanceClearing:
             chosen.append((t, e, idx.snapshot(e)))
             idx.take(e, t.req, rem[t.tid])
         if len(chosen) == len(order):
-            idx.discard(inst.iid)  # blacklisted: no more tasks this tick either
+            plan.cordon(inst)  # no more tasks, this tick either (the index drops it)
             for t, e, _ in chosen:
                 plan.migrate(t, e.inst)
             self._count(len(order))
@@ -132,7 +128,7 @@ class InstanceClearing:
         itype = self._cheaper_home(view, inst, tasks)
         if itype is None:
             return False
-        idx.discard(inst.iid)
+        plan.cordon(inst)
         plan.acquire(itype, migrate=tasks)
         self._count(len(tasks))
         return True

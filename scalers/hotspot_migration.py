@@ -52,18 +52,16 @@ class PriceHopping:
     change can make a target cheaper and an instance never shrinks to its load (SCloud,
     whose holes stay "unfilled until all tasks on the VM complete", §5.1; decisions.md).
     ``bid_factor``: bid for the new instances at that multiple of on-demand (HSpot bids
-    above on-demand, §4.1); None bids on-demand. ``packer``: a packer whose ``blacklist``
-    (or ``exclude``) keeps new tasks off an instance being vacated."""
+    above on-demand, §4.1); None bids on-demand. An instance being vacated is cordoned
+    (``Plan.cordon``): the packer gives it no new tasks."""
 
     name = "hotspot-migration"
 
-    def __init__(self, bid_factor: float | None = None, packer=None,
-                 unit: str = "load") -> None:
+    def __init__(self, bid_factor: float | None = None, unit: str = "load") -> None:
         if unit not in ("load", "capacity"):
             raise ValueError(f"unit must be 'load' or 'capacity', got {unit!r}")
         self.bid_factor = bid_factor
         self.unit = unit
-        self.packer = packer
         self.reset()
 
     @staticmethod
@@ -76,9 +74,8 @@ class PriceHopping:
             raise ConfigError(f"{where}.bid_factor: a positive factor, got {p['bid_factor']}")
 
     def reset(self) -> None:
-        """A new replay: counts, its own blacklist and the tracking start again (a shared
-        packer's blacklist is reset by its owner, stratus.compose)."""
-        self._own_blacklist: set[int] = set()
+        """A new replay: counts and the tracking start again (the cordons are reset by
+        their owner, stratus.compose)."""
         self.hops = 0
         self.tasks_hopped = 0
         self._view: ClusterView | None = None
@@ -175,23 +172,9 @@ class PriceHopping:
             self._slot = {i.iid: s for s, i in enumerate(self._insts)}
 
     # --- the policy ------------------------------------------------------------------------------
-    def _blacklist(self) -> set[int]:
-        bl = getattr(self.packer, "blacklist", None)
-        return bl if bl is not None else self._own_blacklist
-
-    def _vacate(self, iid: int) -> None:
-        exclude = getattr(self.packer, "exclude", None)
-        if exclude is not None:
-            exclude(iid)
-        else:
-            self._blacklist().add(iid)
-
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         self._sync(view)
-        bl = self._own_blacklist
-        if bl:
-            bl -= {i for i in bl if i not in self._slot}
-        blacklist = self._blacklist()
+        cordoned = plan.cordoned  # instances being vacated, by this or another part
         catalog = list(view.catalog)
         ok = acquirable(view, self.bid_factor)
         okset = {t.name for t in ok}
@@ -217,7 +200,7 @@ class PriceHopping:
                 for a in dec.acquisitions:
                     planned.update(t.tid for t in a.migrate)
             for iid, inst in list(members.items()):
-                if inst.state != READY or iid in blacklist:
+                if inst.state != READY or iid in cordoned:
                     continue
                 if plan.free(inst) != inst.free:
                     continue  # this tick's plan put something on it: all or none
@@ -230,7 +213,7 @@ class PriceHopping:
                     continue
                 plan.acquire(target, migrate=tasks, bid=bid_for(view, target, self.bid_factor))
                 planned.update(t.tid for t in tasks)
-                self._vacate(iid)
+                plan.cordon(iid)
                 self.hops += 1
                 self.tasks_hopped += len(tasks)
 

@@ -22,7 +22,7 @@ WhenEmptyOrUnderutilized:
 * replace: else, when the tasks that did not fit elsewhere fit one new node whose cheapest
   type is strictly cheaper than the node, that node is launched and they move to it;
 * candidates go fewest tasks first (Karpenter's least disruption cost), then oldest; a
-  drained node is tainted (the packer's blacklist) until it is gone; at most
+  drained node is tainted (cordoned, ``Plan.cordon``) until it is gone; at most
   ``budget`` (10%, Karpenter's default disruption budget) of live nodes drain at once.
 
 Moves are the engine's migrations (Migrate, Acquire(migrate=...)), so the transfer time
@@ -178,7 +178,7 @@ class KarpenterConsolidation:
             raise ConfigError(f"{where}.budget: a share in [0, 1], got {p['budget']}")
 
     def reset(self) -> None:
-        """A new replay: instance ids and counts start again (the packer and its blacklist
+        """A new replay: instance ids and counts start again (the packer and the cordons
         are reset by their owner, stratus.compose)."""
         self._sig: dict[int, tuple[Vec, int]] = {}  # iid -> (free, tasks ever hosted)
         self._since: dict[int, float] = {}  # iid -> when its task set last changed
@@ -195,8 +195,8 @@ class KarpenterConsolidation:
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         now = view.now
-        idx = self.packer.index(view, plan)  # also drops drained nodes that are gone
-        draining = self.packer.blacklist
+        idx = self.packer.index(view, plan)
+        draining = plan.cordoned  # drained nodes not yet gone (the scheduler drops those)
         sig, since = self._sig, self._since
         new_sig: dict[int, tuple[Vec, int]] = {}
         new_since: dict[int, float] = {}
@@ -277,8 +277,7 @@ class KarpenterConsolidation:
             self.nodes_replaced += 1
         else:
             self.nodes_deleted += 1
-        self.packer.blacklist.add(inst.iid)  # tainted: no new tasks; its slot stays dead
+        plan.cordon(inst)  # tainted: no new tasks; its slot stays dead, reloaded next sync
         plan.decisions.keep[inst.iid] = False  # released as soon as the last task leaves
-        seen[me] = None  # reload at the next sync
         self.tasks_migrated += len(tasks)
         return True

@@ -5,7 +5,7 @@ anti-affinity rule: no two flagged tasks of one job on one instance (docs/decisi
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from operator import sub
 from typing import Protocol
 
@@ -18,16 +18,39 @@ from stratus.view import ClusterView
 
 
 class Plan:
-    """Decisions being built at one tick, with tentative free capacity per instance."""
+    """Decisions being built at one tick, with tentative free capacity per instance, and
+    the cordons the scheduler keeps across ticks (the state parts share, as Kubernetes'
+    CycleState and a node's unschedulable flag): a cordoned instance gets no new tasks
+    (Stratus §3.4 blacklists an instance being cleared) until it is gone."""
 
-    __slots__ = ("view", "decisions", "_free", "_aa")
+    __slots__ = ("view", "decisions", "_free", "_aa", "cordoned", "_on_cordon")
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, cordoned: set[int] | None = None) -> None:
         self.view = view
         self.decisions = Decisions()
         self._free: dict[int, Vec] = {}
         # job -> instances a flagged task of it holds or this plan put one on (once it has)
         self._aa: dict[int, set[int]] = {}
+        #: ids of the cordoned instances (the scheduler's set, kept across ticks; read it,
+        #: change it through ``cordon``)
+        self.cordoned: set[int] = set() if cordoned is None else cordoned
+        self._on_cordon: list[Callable[[int], None]] = []
+
+    def cordon(self, inst: Instance | int) -> None:
+        """No new tasks on ``inst`` from now on, this tick included: every index a part
+        built for this plan drops it (``on_cordon``)."""
+        iid = inst if isinstance(inst, int) else inst.iid
+        self.cordoned.add(iid)
+        for drop in self._on_cordon:
+            drop(iid)
+
+    def is_cordoned(self, iid: int) -> bool:
+        return iid in self.cordoned
+
+    def on_cordon(self, drop: Callable[[int], None]) -> None:
+        """Call ``drop(iid)`` when an instance is cordoned later in this plan (a packer's
+        index for this tick registers its ``discard``)."""
+        self._on_cordon.append(drop)
 
     def free(self, inst: Instance) -> Vec:
         """Free capacity of ``inst`` after what this plan already put on or took off it."""
@@ -133,6 +156,37 @@ class Packer(Protocol):
         """Place what fits on live instances; return the tasks left unplaced."""
 
 
+class TickIndex(Protocol):
+    """What a packer's per-tick index offers the parts that re-pack with it (instance
+    clearing, §3.4): entries hold an instance (``e.inst``) and its tentative free
+    capacity; ``take`` and ``restore`` keep a trial re-pack undoable."""
+
+    def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
+               exclude: int = -1, avoid: Collection[int] = ()):
+        """The packer's pick for a task of request ``req`` and (estimated) remaining
+        runtime ``rem``, or None."""
+
+    def take(self, e, req: Sequence[int], rem: float) -> None:
+        """Tentatively place ``req`` on entry ``e``."""
+
+    def snapshot(self, e):
+        """What ``restore`` needs to undo the next ``take`` on ``e``."""
+
+    def restore(self, e, snap) -> None:
+        ...
+
+    def discard(self, iid: int) -> None:
+        """Drop instance ``iid`` from the index (for the rest of the tick)."""
+
+
+class IndexedPacker(Packer, Protocol):
+    """A packer whose per-tick index other parts may re-pack with (runtime binning,
+    dot product); built once per plan, it drops what the plan cordons."""
+
+    def index(self, view: ClusterView, plan: Plan) -> TickIndex:
+        """The index of ``view`` as ``plan`` has changed it so far."""
+
+
 class Scaler(Protocol):
     """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
 
@@ -151,8 +205,31 @@ class Migrator(Protocol):
         """Move running tasks (e.g. to clear under-used instances)."""
 
 
+class Part:
+    """A packer's, scaler's or migrator's optional hooks, as no-ops: ``reset()`` (a new
+    replay: forget ids, counts, caches), ``start(view)`` (before the first tick) and
+    ``stats()`` (merged into the summary). Built-in parts derive from it; a part that does
+    not gets the no-ops when it is composed."""
+
+    def reset(self) -> None:
+        pass
+
+    def start(self, view: ClusterView) -> None:
+        pass
+
+    def stats(self) -> dict:
+        return {}
+
+
+def part_hooks(part) -> tuple:
+    """``part``'s (reset, start, stats), its own or Part's no-ops: looked up once."""
+    return tuple(getattr(part, h, None) or getattr(Part(), h)
+                 for h in ("reset", "start", "stats"))
+
+
 class ComposedScheduler:
-    """A ``Scheduler``: packer -> scaler -> migrator, once per tick."""
+    """A ``Scheduler``: packer -> scaler -> migrator, once per tick. It keeps the
+    cordoned instances (``Plan.cordon``) across ticks, and drops those that are gone."""
 
     def __init__(self, name: str, scaler: Scaler, packer: Packer | None = None,
                  migrator: Migrator | None = None, description: str = "") -> None:
@@ -161,21 +238,32 @@ class ComposedScheduler:
         self.scaler = scaler
         self.migrator = migrator
         self.description = description
+        self.cordoned: set[int] = set()
+
+    @property
+    def _hooks(self) -> list[tuple]:
+        return [part_hooks(p) for p in (self.packer, self.scaler, self.migrator) if p is not None]
 
     def reset(self) -> None:
-        """Forward to the parts (each resets its own state only: the packer a migrator
-        blacklists through is reset here, as the packer)."""
-        for part in (self.packer, self.scaler, self.migrator):
-            if part is not None and hasattr(part, "reset"):
-                part.reset()
+        """Forward to the parts (each resets its own state only); no cordons."""
+        self.cordoned.clear()
+        for reset, _, _ in self._hooks:
+            reset()
 
     def start(self, view: ClusterView) -> None:
-        for part in (self.packer, self.scaler, self.migrator):
-            if part is not None and hasattr(part, "start"):
-                part.start(view)
+        for _, start, _ in self._hooks:
+            start(view)
 
     def schedule(self, view: ClusterView) -> Decisions:
-        plan = Plan(view)
+        cordoned = self.cordoned
+        if cordoned:  # instances that are gone: their ids never come back in a replay
+            alive = view.instance
+            for iid in list(cordoned):
+                try:
+                    alive(iid)
+                except KeyError:
+                    cordoned.discard(iid)
+        plan = Plan(view, cordoned)
         pending = view.pending
         if pending:
             left = self.packer.pack(view, plan, pending) if self.packer else list(pending)
@@ -187,9 +275,8 @@ class ComposedScheduler:
 
     def stats(self) -> dict:
         out: dict = {}
-        for part in (self.packer, self.scaler, self.migrator):
-            if part is not None and hasattr(part, "stats"):
-                out.update(part.stats())
+        for _, _, stats in self._hooks:
+            out.update(stats())
         return out
 
     def parts(self) -> dict[str, object]:

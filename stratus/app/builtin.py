@@ -74,7 +74,7 @@ def _scloud(name: str, pack: bool = False, scale: bool = False,
 
     packer = DotProductPacker() if pack else None
     scaler = CostEfficiencyScaler() if scale else GreedyConstrainedScaler()
-    migrator = PriceHopping(packer=packer, unit="capacity")
+    migrator = PriceHopping(unit="capacity")
     if clear:
         migrator = MigratorChain(migrator, InstanceClearing(packer))
     return ComposedScheduler(name, scaler=scaler, packer=packer, migrator=migrator)
