@@ -96,7 +96,7 @@ class BinIndex:
         old = reuse or {}
         insts = list(instances)
         rems = view.instances_remaining(insts)
-        planned = plan._free  # what this plan already changed (nothing, when built first)
+        planned = plan.changed_free()  # what this plan changed (nothing, when built first)
         fast = dims == 2 and not general
         r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
         # one pass: bin lists are filled unsorted and sorted once at the end (the same

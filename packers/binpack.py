@@ -150,7 +150,7 @@ class JobRun:
 class Binpack:
     """Packer: ECS binpack on ``dim`` (0: CPU, 1: memory) over every live instance,
     booting ones included (a task placed there starts when it is ready, as for first fit;
-    Stratus §4.3 "Fleet")."""
+    Stratus §4.3 "Fleet"); none that is cordoned."""
 
     general = False  # True: scan even on (cpu, mem), the index's reference (for the tests)
 
@@ -198,6 +198,11 @@ class Binpack:
         for iid in plan.touched():  # capacity this tick's plan already promised
             if iid in insts:
                 idx.update(iid, plan.free(insts[iid]))
+        for iid in plan.cordoned:  # no new tasks there (reloaded at the next sync)
+            if iid in insts:
+                del insts[iid]
+                self._seen.pop(iid, None)
+                idx.remove(iid)
         left = []
         best, update, place = idx.best, idx.update, plan.place
         run = JobRun(idx)  # anti-affinity
@@ -224,7 +229,8 @@ class Binpack:
         """Any number of dimensions: least free ``dim``, then least free of the other of
         cpu and mem, then the oldest (further dimensions only need to fit)."""
         d, o = self.dim, 1 - self.dim if len(tasks[0].req) > 1 else 0
-        insts = list(view.instances)
+        cordoned = plan.cordoned
+        insts = [i for i in view.instances if i.iid not in cordoned]
         left = []
         for task in tasks:
             fitting = [i for i in insts if plan.fits(task, i)]

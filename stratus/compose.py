@@ -5,8 +5,9 @@ anti-affinity rule: no two flagged tasks of one job on one instance (docs/decisi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import sub
+from types import MappingProxyType
 from typing import Protocol
 
 from pricing.catalog import InstanceType
@@ -59,6 +60,11 @@ class Plan:
     def touched(self) -> Iterable[int]:
         """Ids of the instances whose free capacity this plan has changed."""
         return self._free.keys()
+
+    def changed_free(self) -> Mapping[int, Vec]:
+        """Instance id -> free capacity, for the instances this plan has changed (an index
+        built mid-plan reads it in one pass). Read-only."""
+        return MappingProxyType(self._free)
 
     def fits(self, task: Task, inst: Instance) -> bool:
         """Room for ``task`` on ``inst``, and no anti-affinity conflict there."""

@@ -48,6 +48,7 @@ from stratus.model import (
     WAITING,
     Instance,
     Task,
+    sealed,
 )
 from stratus.resources import request_units
 from stratus.result import ReplayResult
@@ -845,7 +846,8 @@ class Engine:
                 self._ingest_arrivals(t)
                 self.ticks += 1
                 if self.pending or self.alive:
-                    dec = self.scheduler.schedule(self.view)
+                    with sealed():  # instances and tasks read-only to the policy
+                        dec = self.scheduler.schedule(self.view)
                     if dec:
                         self._apply(dec)
                 if self.n_done == n and all(not i._tasks for i in self.alive.values()):

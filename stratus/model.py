@@ -1,13 +1,16 @@
 """Data model: tasks and instances (jobs are tasks sharing a job id; per-job results are
 in ReplayResult.jobs).
 
-Tasks come from a trace and never change. Instances belong to the engine:
-policies see them through the read-only cluster view and must not mutate them (the
-engine validates every decision, so a policy that does is caught as a bug).
+Tasks come from a trace and never change. Instances belong to the engine: policies see
+them through the read-only cluster view and decide through ``Decisions``. While a policy
+decides (``sealed``), setting any attribute of an instance or a task raises a
+DecisionError, and an instance's ``tasks`` is a read-only mapping.
 """
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from types import MappingProxyType
 
 from pricing.catalog import InstanceType
@@ -97,3 +100,41 @@ class Instance:
     def __repr__(self) -> str:
         return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "
                 f"{INSTANCE_STATES[self.state]}, tasks={len(self._tasks)})")
+
+
+# --- read-only while a policy decides -------------------------------------------------------
+_SEALED = threading.local()  # per thread: replays in other threads write on undisturbed
+_LOCK = threading.Lock()
+_INSTALLED = [0]
+
+
+def _guarded_setattr(self, name: str, value) -> None:
+    if getattr(_SEALED, "on", False):
+        from stratus.errors import DecisionError
+
+        raise DecisionError(f"a policy set {type(self).__name__}.{name} on {self!r}: instances "
+                            f"and tasks belong to the engine; decide through Decisions "
+                            f"(e.g. Acquire(keep=True), Decisions.keep, releases)")
+    object.__setattr__(self, name, value)
+
+
+@contextmanager
+def sealed():
+    """Instances and tasks read-only in this thread for the duration (a policy's
+    ``schedule(view)``): a setter is installed on the two classes only while some thread
+    is inside, so the engine's own writes cost nothing extra the rest of the time."""
+    with _LOCK:
+        if _INSTALLED[0] == 0:
+            Instance.__setattr__ = _guarded_setattr
+            Task.__setattr__ = _guarded_setattr
+        _INSTALLED[0] += 1
+    _SEALED.on = True
+    try:
+        yield
+    finally:
+        _SEALED.on = False
+        with _LOCK:
+            _INSTALLED[0] -= 1
+            if _INSTALLED[0] == 0:
+                del Instance.__setattr__
+                del Task.__setattr__
