@@ -1,8 +1,9 @@
-"""Layers, one way (DESIGN.md): (0) the shared vocabulary every layer uses, stratus.errors,
-stratus.resources and stratus.tempnames, which import nothing of the project; (1) pricing,
-traces; (2) the stratus core; (3) packers, scalers; (4) the application layer, stratus.app. A module imports only its own layer and
-the ones below, and no import cycle joins any two modules. Imports inside functions count
-(they run); those under ``if TYPE_CHECKING:`` do not (they never run)."""
+"""Layers, one way (docs/architecture.md): (0) the shared vocabulary every layer uses,
+stratus.errors, stratus.resources and stratus.tempnames, which import nothing of the project;
+(1) pricing, traces; (2) the stratus core; (3) packers, scalers; (4) the application layer,
+stratus.app. A module imports only its own layer and the ones below, and no import cycle
+joins any two modules. Imports inside functions count (they run); those under
+``if TYPE_CHECKING:`` do not (they never run)."""
 
 from __future__ import annotations
 
