@@ -1,8 +1,9 @@
 """The discrete-event virtual-cluster engine. It owns time, state and money.
 
 Events live on one heap ordered by (time, kind, sequence). At equal times kinds run in
-this order: price change, task finish, migration done, revocation, instance ready,
-scheduling tick. Arrivals are not heap events: tasks are queued as they arrive and only a
+this order: price change, task finish, migration done, revocation, crash (an instance
+lost to the cloud's own fault, stratus.faults), insufficient capacity (a request the
+provider cannot fill), instance ready, scheduling tick. Arrivals are not heap events: tasks are queued as they arrive and only a
 tick can place them (Stratus §3.1: pending tasks are scheduled in batches at periodic
 scheduling events), so they are taken from the sorted trace at each tick; a task that
 arrives at the same instant as a tick is seen by that tick.
