@@ -41,7 +41,7 @@ SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL = 0, 1, 2, 3, 4, 5
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from traces.google2011 import convert
+from stratus.traces.google2011 import convert
 import pyarrow.parquet as pq
 
 def hwm_kib():

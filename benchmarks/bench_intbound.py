@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pricing.catalog import M4, Catalog, InstanceType  # noqa: E402
-from pricing.prices import ON_DEMAND, PriceBook  # noqa: E402
+from stratus.pricing.catalog import M4, Catalog, InstanceType  # noqa: E402
+from stratus.pricing.prices import ON_DEMAND, PriceBook  # noqa: E402
 
 GOOGLE_2011 = ROOT / ".." / "shared" / "data" / "google-2011"
 
@@ -48,7 +48,7 @@ CATALOGS = {"m4": lambda: M4, "cmr": cmr}
 
 
 def load(minutes: float):
-    from traces.loaders import load_file
+    from stratus.traces.loaders import load_file
 
     return load_file(GOOGLE_2011, f"google2011?window_start_s=600&window_hours={minutes / 60:g}")
 

@@ -4,7 +4,7 @@
     python benchmarks/bench_progress.py --pairs 9 --json
     python benchmarks/bench_progress.py --hook noop      # control: a hook that draws nothing
 
-The trace is generated once (``traces.synthetic.generate("google", scale, hours, seed)``,
+The trace is generated once (``stratus.traces.synthetic.generate("google", scale, hours, seed)``,
 fitted to the default catalog as the CLI does) and replayed under one scheduler
 (``stratus`` by default) in this process, alternately without a progress hook and with
 ``stratus.progress.ProgressBar`` drawing on a fake terminal: a stream whose ``isatty()`` is
@@ -92,9 +92,9 @@ class Counting:
 
 
 def make_trace(scale: float, hours: float, seed: int):
-    from pricing.catalog_files import get_catalog
-    from traces import synthetic
-    from traces.schema import fit_to_catalog
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.traces import synthetic
+    from stratus.traces.schema import fit_to_catalog
 
     return fit_to_catalog(synthetic.generate("google", scale=scale, hours=hours, seed=seed),
                           get_catalog("m4"), False)

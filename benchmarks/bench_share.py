@@ -25,7 +25,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from stratus.sharing.analyses import sweep
     from stratus.sharing.cluster import Cluster, workload_from_frame
-    from traces import swf
+    from stratus.traces import swf
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default=str(NASA))

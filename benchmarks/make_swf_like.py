@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from traces.synthetic import from_spec
+    from stratus.traces.synthetic import from_spec
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("spec")

@@ -66,7 +66,7 @@ def main() -> None:
     from stratus.app.cli import _build_parser
     from stratus.app.waiting import simulate_trace
     from stratus.waiting.analysis import evaluate
-    from traces.synthetic import generate
+    from stratus.traces.synthetic import generate
 
     policies = opts.policies.split(",")
     servers = [int(x) for x in opts.servers.split(",")]

@@ -328,7 +328,7 @@ class RuntimeBinPacker:
 
     @staticmethod
     def check_params(p: dict, where: str) -> None:
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
 
         if p["unit_s"] <= 0:
             raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from packers.free_index import DEAD, LiveIndex
+from stratus.packers.free_index import DEAD, LiveIndex
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
-from stratus.resources import fits
+from stratus.base.resources import fits
 from stratus.view import ClusterView
 
 

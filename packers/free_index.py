@@ -23,7 +23,7 @@ from itertools import compress, count
 from operator import attrgetter, ne
 
 from stratus.model import RELEASED, Instance
-from stratus.resources import Vec, fits
+from stratus.base.resources import Vec, fits
 
 DEAD = -1  # the free capacity of an empty slot: below every request (requests are >= 0)
 
@@ -95,7 +95,7 @@ class FreeTree:
 
 
 class SlotRun:
-    """Anti-affinity over a ``LiveIndex`` (as ``packers.binpack.JobRun``): while consecutive
+    """Anti-affinity over a ``LiveIndex`` (as ``stratus.packers.binpack.JobRun``): while consecutive
     flagged tasks of one job are placed, the slots that job must avoid are dead in the tree
     (and each slot a task of the run goes on joins them), so each task costs one search
     instead of a walk past every avoided slot; ``end`` reloads them from ``seen``."""

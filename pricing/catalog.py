@@ -3,7 +3,7 @@
 m4 (Stratus §4.1, Fig. 3c) at 2017 us-west-2 on-demand Linux prices; m5 at
 0.096 $/h per 2 vCPU / 8 GiB, linear in size, with the 3-year reserved rate
 the waiting-policy paper uses (m5.large: $988 for 3 years, §2 of 000). Other
-catalogs, built-in or the user's own, are files: see ``pricing.catalog_files``.
+catalogs, built-in or the user's own, are files: see ``stratus.pricing.catalog_files``.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from stratus.errors import ConfigError
-from stratus.resources import ALL_DIMS, to_units
+from stratus.base.errors import ConfigError
+from stratus.base.resources import ALL_DIMS, to_units
 
 HOURS_PER_3_YEARS = 3 * 365 * 24
 
 
 @dataclass(frozen=True)
 class InstanceType:
-    """A rentable shape. ``capacity`` is in integer resource units (see stratus.resources):
+    """A rentable shape. ``capacity`` is in integer resource units (see stratus.base.resources):
     (cpu, mem) for a type without GPUs, (cpu, mem, gpu) for one with; a ``Catalog`` with
     any GPU type gives every type of it the third dimension."""
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from pricing.catalog import Catalog
-from stratus.errors import ConfigError
+from stratus.pricing.catalog import Catalog
+from stratus.base.errors import ConfigError
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"

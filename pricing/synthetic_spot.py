@@ -66,10 +66,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pricing.catalog import M4, Catalog, InstanceType
-from pricing.catalog_files import load_catalog
-from pricing.prices import PriceBook, PriceSeries
-from pricing.spot import (
+from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.catalog_files import load_catalog
+from stratus.pricing.prices import PriceBook, PriceSeries
+from stratus.pricing.spot import (
     DEFAULT_PRODUCT,
     UNITS_PER_USD,
     SpotHistory,
@@ -79,7 +79,7 @@ from pricing.spot import (
     write_aws,
     write_compact,
 )
-from stratus.errors import ConfigError, StratusError
+from stratus.base.errors import ConfigError, StratusError
 
 DAY_S = 86_400
 DEFAULT_ORIGIN = datetime(2017, 6, 5, tzinfo=UTC)  # Stratus §4.1: from June 5th, 2017
@@ -439,7 +439,7 @@ def generator_meta(catalog: Catalog, days: float, seed: int, model: SpotModel | 
 
     ``model`` is the default; ``families`` lists only the families whose model differs."""
     default = model or SpotModel()
-    gen = {"module": "pricing.synthetic_spot", "catalog": catalog.name, "days": days,
+    gen = {"module": "stratus.pricing.synthetic_spot", "catalog": catalog.name, "days": days,
            "seed": seed, "model": _jsonable(default)}
     own = {f: _jsonable(m) for f, m in family_models(catalog, model, families).items()
            if m != default}
@@ -493,7 +493,7 @@ def _bundled_covers(catalog: Catalog) -> bool:
 def default_spot_book(catalog: Catalog = M4) -> PriceBook:
     """On-demand plus synthetic spot prices (us-west-2a, from 2017-06-05, 90 days): the
     bundled m4 trace when it covers the catalog, else the same model (same seed and span)
-    generated for the catalog's types (``pricing.synthetic_spot.synthetic_series``), whose
+    generated for the catalog's types (``stratus.pricing.synthetic_spot.synthetic_series``), whose
     m4 types get exactly the bundled series."""
     name = f"{catalog.name}-spot-synthetic-2017"
     if _bundled_covers(catalog):

@@ -13,10 +13,10 @@ new instance is needed). Migrated tasks keep their progress (the engine's migrat
 
 from __future__ import annotations
 
-from scalers.cost_efficiency import normalized_used_constraining
+from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.compose import IndexedPacker, Part, Plan
 from stratus.model import READY, RUNNING, Instance
-from stratus.resources import fits
+from stratus.base.resources import fits
 from stratus.view import ClusterView
 
 
@@ -42,7 +42,7 @@ class InstanceClearing(Part):
 
     @staticmethod
     def check_params(p: dict, where: str) -> None:
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
 
         if not 0 < p["threshold"] <= 1:
             raise ConfigError(f"{where}.threshold: a utilization in (0, 1], got {p['threshold']}")

@@ -29,7 +29,7 @@ from bisect import insort
 from collections import deque
 from collections.abc import Sequence
 
-from packers.binning import bin_of
+from stratus.packers.binning import bin_of
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.view import ClusterView
@@ -93,7 +93,7 @@ class CostEfficiencyScaler:
 
     @staticmethod
     def check_params(p: dict, where: str) -> None:
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
 
         if p["unit_s"] <= 0:
             raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")

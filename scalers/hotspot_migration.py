@@ -32,8 +32,8 @@ from __future__ import annotations
 from itertools import compress, count
 from operator import ne
 
-from packers.free_index import GONE, free_of
-from scalers.task_per_instance import acquirable, bid_for
+from stratus.packers.free_index import GONE, free_of
+from stratus.scalers.task_per_instance import acquirable, bid_for
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.view import ClusterView
@@ -66,7 +66,7 @@ class PriceHopping:
 
     @staticmethod
     def check_params(p: dict, where: str) -> None:
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
 
         if p["unit"] not in ("load", "capacity"):
             raise ConfigError(f"{where}.unit: load or capacity, got {p['unit']!r}")

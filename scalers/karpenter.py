@@ -34,12 +34,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from packers.first_fit import FirstFit
-from packers.free_index import DEAD, FreeTree
-from pricing.catalog import InstanceType
+from stratus.packers.first_fit import FirstFit
+from stratus.packers.free_index import DEAD, FreeTree
+from stratus.pricing.catalog import InstanceType
 from stratus.compose import Plan
 from stratus.model import READY, RUNNING, Instance, Task
-from stratus.resources import Vec, fits
+from stratus.base.resources import Vec, fits
 from stratus.view import ClusterView
 
 
@@ -169,7 +169,7 @@ class KarpenterConsolidation:
 
     @staticmethod
     def check_params(p: dict, where: str) -> None:
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
 
         if p["consolidate_after"] < 0:
             raise ConfigError(f"{where}.consolidate_after: seconds >= 0, got "

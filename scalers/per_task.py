@@ -6,7 +6,7 @@ Type choices:
 
 * ``LowestPrice``: Spot Fleet's ``lowestPrice`` allocation strategy (§2.1, §4.3): the
   currently cheapest acquirable type the task fits (the order of
-  ``scalers.task_per_instance.by_price``).
+  ``stratus.scalers.task_per_instance.by_price``).
 * ``Diversified``: Spot Fleet's ``diversified`` strategy (§2.1: "add new instances such
   that the diversity in the spot VM pool increases"; AWS: "launches instances from all the
   Spot Instance pools that you specify"). With one region and zone a pool is a type, so
@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from packers.binpack import BinpackIndex, JobRun
-from pricing.catalog import InstanceType
-from scalers.task_per_instance import by_price
+from stratus.packers.binpack import BinpackIndex, JobRun
+from stratus.pricing.catalog import InstanceType
+from stratus.scalers.task_per_instance import by_price
 from stratus.compose import Plan
 from stratus.model import Task
-from stratus.resources import Vec, fits
+from stratus.base.resources import Vec, fits
 from stratus.view import ClusterView
 
 

@@ -14,7 +14,7 @@ One call, for the tasks the (absent) packer left:
 3. While tasks remain, every acquirable type is filled greedily: walk the sorted tasks and
    put on one instance of that type each one that still fits. Each (type, fill) is scored
    by cost per resource used at packing time, the §3.3 normalized used constraining
-   resource over the price (``scalers.cost_efficiency.normalized_used_constraining``); the
+   resource over the price (``stratus.scalers.cost_efficiency.normalized_used_constraining``); the
    best is acquired with its fill. Ties go to the larger type (SCloud favours large
    instances).
 
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scalers.cost_efficiency import normalized_used_constraining
+from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.compose import Plan
 from stratus.model import Task
-from stratus.resources import fits
+from stratus.base.resources import fits
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pricing.catalog import InstanceType
-from pricing.prices import SPOT
+from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import SPOT
 from stratus.compose import Plan
 from stratus.model import Task
-from stratus.resources import fits
+from stratus.base.resources import fits
 from stratus.view import ClusterView
 
 

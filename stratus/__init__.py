@@ -12,6 +12,19 @@ Names are loaded on first use, so ``import stratus.engine`` stays as light as it
 
 from __future__ import annotations
 
+import os as _os
+
+# In a checkout the layout's folders (packers/, scalers/, pricing/, traces/) sit beside
+# stratus/ and are its subpackages stratus.packers, ...; an installed wheel holds them
+# inside stratus/ (pyproject.toml's package-dir). Only the checkout's root is added, and
+# only when it has that layout.
+_here = _os.path.dirname(__file__)
+_root = _os.path.dirname(_here)
+if not _os.path.isdir(_os.path.join(_here, "packers")) and all(
+        _os.path.isfile(_os.path.join(_root, d, "__init__.py"))
+        for d in ("packers", "scalers", "pricing", "traces")):
+    __path__.append(_root)  # noqa: F821 (a package's own __path__)
+
 __all__ = ["load_trace", "synthetic", "load_catalog", "catalog", "catalogs", "schedulers",
            "trace_formats", "replay", "compare", "sensitivity", "estimate", "analyze",
            "advise", "sweep", "report", "convert", "describe", "Comparison"]

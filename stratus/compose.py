@@ -10,11 +10,11 @@ from operator import sub
 from types import MappingProxyType
 from typing import Protocol
 
-from pricing.catalog import InstanceType
+from stratus.pricing.catalog import InstanceType
 from stratus.decisions import Acquire, Decisions, Migrate, Place
-from stratus.errors import DecisionError
+from stratus.base.errors import DecisionError
 from stratus.model import Instance, Task
-from stratus.resources import Vec, fits
+from stratus.base.resources import Vec, fits
 from stratus.view import ClusterView
 
 
@@ -307,7 +307,7 @@ class ComposedScheduler:
 
     def set_params(self, **params) -> ComposedScheduler:
         """Set ``KEY.NAME`` parameters (values as text or typed), each checked first."""
-        from stratus.errors import ConfigError
+        from stratus.base.errors import ConfigError
         from stratus.params import set_part_params
 
         parts = self.parts()

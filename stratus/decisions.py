@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pricing.catalog import InstanceType
+from stratus.pricing.catalog import InstanceType
 from stratus.model import Instance, Task
 
 

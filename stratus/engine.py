@@ -29,10 +29,10 @@ from operator import add, sub
 
 import numpy as np
 
-from pricing.catalog import M4, Catalog
-from pricing.prices import ON_DEMAND, SPOT, PriceBook
+from stratus.pricing.catalog import M4, Catalog
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.decisions import Decisions
-from stratus.errors import ConfigError, DecisionError, StratusError
+from stratus.base.errors import ConfigError, DecisionError, StratusError
 from stratus.estimators import Estimator, OracleEstimator
 from stratus.faults import Faults
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
@@ -51,10 +51,10 @@ from stratus.model import (
     Task,
     sealed,
 )
-from stratus.resources import request_units
+from stratus.base.resources import request_units
 from stratus.result import ReplayResult
 from stratus.view import ClusterView
-from traces.schema import Trace, fit_to_catalog, gpu_requests
+from stratus.traces.schema import Trace, fit_to_catalog, gpu_requests
 
 # event kinds, in processing order at equal timestamps (a crash or a failed request is
 # seen by a tick at the same instant)
@@ -187,7 +187,7 @@ class Engine:
         self._submit_list = array("d", self._submit.tobytes())
         self._runtime = f["runtime_s"].tolist()
         fit_to_catalog(trace, cfg.catalog, drop=False)  # oversized tasks: an error naming rows
-        # the catalog's dimensions (stratus.resources): GPUs only when it has a GPU type
+        # the catalog's dimensions (stratus.base.resources): GPUs only when it has a GPU type
         units = request_units(f["cpu"], f["mem_gib"], gpu_requests(f) if cfg.catalog.has_gpus else None)
         # tasks of a job share a request: one tuple per distinct request, not per task
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
@@ -640,7 +640,7 @@ class Engine:
                                     f"would need about {runs} runs to finish once")
         if lost > 0:
             self.lost_task_s += lost
-            self.lost_core_s += lost * task.req[0] / 1000.0  # milli-vCPU (stratus.resources)
+            self.lost_core_s += lost * task.req[0] / 1000.0  # milli-vCPU (stratus.base.resources)
             share = max(r / c for r, c in zip(task.req, inst.itype.capacity) if c)
             price = self.current_price[(inst.itype.name, inst.market)]
             self.lost_usd += lost * price / 3600.0 * min(share, 1.0)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.gcpause import rare_gc
 from stratus.model import Task
 
@@ -83,7 +83,7 @@ class NoisyEstimator(Estimator):
 def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
     """(submit, end if run at once, tasks) per job of a canonical frame, by submit time
     (jobs submitted at the same time: in order of their first row); tasks in row order."""
-    from stratus.resources import request_units
+    from stratus.base.resources import request_units
 
     n = len(frame)
     if not n:

@@ -27,9 +27,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from stratus.errors import ConfigError
-from stratus.resources import DIMS, SCALE, request_units
-from traces.schema import _bad_rows, gpu_requests
+from stratus.base.errors import ConfigError
+from stratus.base.resources import DIMS, SCALE, request_units
+from stratus.traces.schema import _bad_rows, gpu_requests
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
 GB_HOUR_USD = 0.0127

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 KEYS = ("crash", "ice", "ice-window")
 

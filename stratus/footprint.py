@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 OPTION = "--migration-footprint"
 DEFAULT = "request"

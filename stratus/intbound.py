@@ -29,8 +29,8 @@ from itertools import combinations
 
 import numpy as np
 
-from pricing.catalog import Catalog
-from pricing.prices import PriceBook
+from stratus.pricing.catalog import Catalog
+from stratus.pricing.prices import PriceBook
 
 #: prices become integers in units of 1e-9 $/h for CP-SAT, rounded down (a bound stays one)
 PRICE_SCALE = 1_000_000_000

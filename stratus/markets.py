@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pricing.prices import MARKETS, ON_DEMAND, SPOT, PriceBook, PriceSeries
-from stratus.errors import ConfigError
+from stratus.pricing.prices import MARKETS, ON_DEMAND, SPOT, PriceBook, PriceSeries
+from stratus.base.errors import ConfigError
 
 
 def shifted(book: PriceBook, market: str, shift_s: float) -> PriceBook:
@@ -24,8 +24,8 @@ def spot_book(catalog, path: str | None = None, zone: str | None = None,
     """On-demand prices plus spot series: from ``path`` (AWS history: JSON, CSV/TSV, text,
     or the compact Parquet; it must price every catalog type) or, without one, the synthetic
     model for the catalog's types (the bundled trace for m4; ``default_spot_book``)."""
-    from pricing.spot import load_spot_history, spot_price_book
-    from pricing.synthetic_spot import default_spot_book
+    from stratus.pricing.spot import load_spot_history, spot_price_book
+    from stratus.pricing.synthetic_spot import default_spot_book
 
     if path:
         book = spot_price_book(catalog, load_spot_history(path, zone=zone))

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from pricing.catalog import Catalog
-from pricing.prices import PriceBook
+from stratus.pricing.catalog import Catalog
+from stratus.pricing.prices import PriceBook
 
 
 def cheapest_unit_prices(prices: PriceBook, catalog: Catalog, markets: Iterable[str],

@@ -13,8 +13,8 @@ import threading
 from contextlib import contextmanager
 from types import MappingProxyType
 
-from pricing.catalog import InstanceType
-from stratus.resources import Vec
+from stratus.pricing.catalog import InstanceType
+from stratus.base.resources import Vec
 
 # Task states (plain ints: they are compared in the event loop)
 PENDING, WAITING, RUNNING, MIGRATING, DONE = range(5)
@@ -28,7 +28,7 @@ INSTANCE_STATES = ("requested", "running", "released")
 class Task:
     """One task of a job, as submitted. ``tid`` is its row in the trace (global id).
 
-    ``req`` is the resource vector in integer units (stratus.resources). ``runtime`` is
+    ``req`` is the resource vector in integer units (stratus.base.resources). ``runtime`` is
     the true runtime: only the oracle estimator and the engine read it; a policy learns
     about runtimes through the estimator in the cluster view.
 
@@ -110,7 +110,7 @@ _INSTALLED = [0]
 
 def _guarded_setattr(self, name: str, value) -> None:
     if getattr(_SEALED, "on", False):
-        from stratus.errors import DecisionError
+        from stratus.base.errors import DecisionError
 
         raise DecisionError(f"a policy set {type(self).__name__}.{name} on {self!r}: instances "
                             f"and tasks belong to the engine; decide through Decisions "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 SCALARS = (bool, int, float, str)
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
-from stratus.resources import ALL_DIMS, DIMS
+from stratus.base.resources import ALL_DIMS, DIMS
 
 if TYPE_CHECKING:
     from stratus.engine import Engine
@@ -47,7 +47,7 @@ class ReplayResult:
         import os
         from pathlib import Path
 
-        from stratus import tempnames
+        from stratus.base import tempnames
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pricing.catalog import Catalog, InstanceType
-from pricing.prices import SPOT
+from stratus.pricing.catalog import Catalog, InstanceType
+from stratus.pricing.prices import SPOT
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 

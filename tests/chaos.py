@@ -8,7 +8,7 @@ import random
 
 from stratus.compose import Plan
 from stratus.model import RUNNING
-from stratus.resources import fits
+from stratus.base.resources import fits
 
 
 class ChaosScheduler:

@@ -14,7 +14,7 @@ settings.load_profile("ci")
 
 def make_trace(rows, name="t"):
     """rows: (job, task, submit, runtime, cpu, mem) tuples -> Trace."""
-    from traces.schema import Trace
+    from stratus.traces.schema import Trace
 
     df = pd.DataFrame(rows, columns=["job_id", "task_id", "submit_s", "runtime_s", "cpu", "mem_gib"])
     df["user"] = "u"

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pricing.prices import PriceBook
+from stratus.pricing.prices import PriceBook
 
 
 def step_integral(times, prices, t0: float, t1: float) -> float:
@@ -171,7 +171,7 @@ def check_faults(res, progress, runtime, finish) -> None:
 def check_utilization(res) -> None:
     """Utilization, progress utilization, spin-up share and the bill's breakdown, recomputed
     from the per-interval logs (allocation counts only while an instance is ready)."""
-    from stratus.resources import ALL_DIMS
+    from stratus.base.resources import ALL_DIMS
 
     a, summ = res.audit, res.summary
     insts, req = a["instances"], a["req"]

@@ -12,15 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
 
-from packers.binning import BinIndex
-from pricing.catalog import M4
+from stratus.packers.binning import BinIndex
+from stratus.pricing.catalog import M4
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Migrate, Place
 from stratus.engine import Engine, ReplayConfig, replay
-from stratus.errors import DecisionError
+from stratus.base.errors import DecisionError
 from stratus.model import READY, Instance
-from traces.schema import Trace, validate_frame
+from stratus.traces.schema import Trace, validate_frame
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

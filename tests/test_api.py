@@ -16,7 +16,7 @@ from stratus.app import sweep_store as store
 from stratus.app.cli import build_parser, main
 from stratus.app.cli.common import spec_from
 from stratus.app.sweep import identity, load_config
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = "synthetic:google?scale=0.02&hours=2"

@@ -33,7 +33,7 @@ def assert_one_line_error(code, out, err, *needles):
 def empty_parquet(tmp_path):
     import pyarrow.parquet as pq
 
-    from traces.spec import TraceSource
+    from stratus.traces.spec import TraceSource
 
     full = tmp_path / "full.parquet"
     TraceSource(str(SWF)).full().to_parquet(full)
@@ -78,8 +78,8 @@ def test_a_zero_spot_price_is_refused_at_load_naming_file_and_line(tmp_path, cap
 
 
 def test_a_price_series_refuses_zero():
-    from pricing.prices import PriceSeries
-    from stratus.errors import ConfigError
+    from stratus.pricing.prices import PriceSeries
+    from stratus.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="positive"):
         PriceSeries([0.0, 60.0], [0.1, 0.0])
@@ -115,7 +115,7 @@ def test_compare_names_every_scheduler_before_any_replay(capsys, monkeypatch):
 
 
 def test_swf_negative_run_time_is_called_invalid_not_missing(tmp_path):
-    from traces.spec import TraceSource
+    from stratus.traces.spec import TraceSource
 
     lines = SWF.read_text().splitlines()
     i = next(k for k, line in enumerate(lines) if line.split()[:1] == ["5"])

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pricing.catalog import M4, Catalog, InstanceType
-from pricing.catalog_files import (
+from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.catalog_files import (
     builtin_names,
     get_catalog,
     load_catalog,
@@ -21,7 +21,7 @@ from pricing.catalog_files import (
 )
 from stratus.app import sweep_store
 from stratus.app.cli import main
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 MY_TOML = """\
 region = "eu-west-1"
@@ -244,7 +244,7 @@ def test_each_builtin_loads_and_every_price_has_a_source(name):
 
 
 def _builtin_text(name: str) -> str:
-    from pricing.catalog_files import DATA_DIR, PREFIX
+    from stratus.pricing.catalog_files import DATA_DIR, PREFIX
 
     return (DATA_DIR / f"{PREFIX}{name}.toml").read_text()
 

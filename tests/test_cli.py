@@ -172,7 +172,7 @@ def test_oversized_jobs_are_refused_unless_dropped(capsys):
 
 
 def test_random_slices_are_seeded_and_inside_the_trace(capsys):
-    from traces.spec import TraceSource
+    from stratus.traces.spec import TraceSource
 
     src = TraceSource(str(NASA), "swf", seed=4)
     starts = [src.slice(k, 20, 24)[0] for k in range(20)]

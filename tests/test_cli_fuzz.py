@@ -259,7 +259,7 @@ def argv(draw):
 
 @pytest.fixture(scope="module")
 def box():
-    from traces.spec import TraceSource
+    from stratus.traces.spec import TraceSource
 
     BOX.mkdir(parents=True, exist_ok=True)
     shutil.copy(FIX / "swf" / "small.swf", BOX / "small.swf")

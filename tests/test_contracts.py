@@ -11,7 +11,7 @@ from conftest import make_trace
 
 from stratus.compose import ComposedScheduler, Part
 from stratus.engine import ReplayConfig, replay
-from stratus.errors import DecisionError
+from stratus.base.errors import DecisionError
 from stratus.model import Instance, Task, sealed
 
 
@@ -60,11 +60,11 @@ class Recorder:
 
 @pytest.mark.parametrize("packer", ["binning", "dot-product", "first-fit", "binpack"])
 def test_no_packer_places_on_a_cordoned_instance(packer):
-    from packers.binning import RuntimeBinPacker
-    from packers.binpack import Binpack
-    from packers.dot_product import DotProductPacker
-    from packers.first_fit import FirstFit
-    from scalers.task_per_instance import CheapestPerTask
+    from stratus.packers.binning import RuntimeBinPacker
+    from stratus.packers.binpack import Binpack
+    from stratus.packers.dot_product import DotProductPacker
+    from stratus.packers.first_fit import FirstFit
+    from stratus.scalers.task_per_instance import CheapestPerTask
 
     inner = {"binning": RuntimeBinPacker, "dot-product": DotProductPacker,
              "first-fit": FirstFit, "binpack": Binpack}[packer]()
@@ -81,7 +81,7 @@ def test_no_packer_places_on_a_cordoned_instance(packer):
 
 
 def test_a_policy_that_sets_an_instance_attribute_is_stopped():
-    from scalers.task_per_instance import CheapestPerTask
+    from stratus.scalers.task_per_instance import CheapestPerTask
 
     class Keeper(Part):
         name = "keeper"
@@ -111,7 +111,7 @@ def test_tasks_are_sealed_too_and_only_in_the_deciding_thread():
 
 
 def test_a_part_without_hooks_gets_no_ops():
-    from scalers.task_per_instance import CheapestPerTask
+    from stratus.scalers.task_per_instance import CheapestPerTask
 
     class Bare:
         name = "bare"

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from stratus.app.cli import main
-from traces import conversion
-from traces.schema import Trace
-from traces.spec import load_trace
-from traces.synthetic import generate
+from stratus.traces import conversion
+from stratus.traces.schema import Trace
+from stratus.traces.spec import load_trace
+from stratus.traces.synthetic import generate
 
 SPEC = "synthetic:google?hours=2&seed=3&scale=0.2"
 

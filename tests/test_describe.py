@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pricing.catalog import M5
-from traces import swf
-from traces.describe import describe, plot
-from traces.schema import Trace
+from stratus.pricing.catalog import M5
+from stratus.traces import swf
+from stratus.traces.describe import describe, plot
+from stratus.traces.schema import Trace
 
 HERE = Path(__file__).parent
 

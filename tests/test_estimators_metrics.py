@@ -4,11 +4,11 @@ from conftest import make_trace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pricing.catalog import M4
-from pricing.prices import ON_DEMAND, PriceBook, PriceSeries
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import ON_DEMAND, PriceBook, PriceSeries
 from stratus.app.registry import make_estimator, make_scheduler
 from stratus.engine import ReplayConfig, replay
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.estimators import NoisyEstimator, OracleEstimator, remaining_estimate
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
 from stratus.model import Task

@@ -11,7 +11,7 @@ from conftest import make_trace
 from stratus.app.cli import main
 from stratus.app.registry import all_names, get_spec, make_scheduler, scheduler_names
 from stratus.engine import ReplayConfig
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.fargate import SIZES, FargateCostModel
 
 

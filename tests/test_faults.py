@@ -19,7 +19,7 @@ from test_properties import configs, workloads
 from stratus.app.cli import main
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.faults import Faults, parse_faults
 
 # the integer bound has its own tests (conftest.no_integer_bound)
@@ -150,7 +150,7 @@ class Watch:
 
 @pytest.mark.parametrize("name", [n for n in scheduler_names() if n != "fargate"])
 def test_policies_avoid_a_type_while_it_is_known_unavailable(name):
-    from traces.synthetic import from_spec
+    from stratus.traces.synthetic import from_spec
 
     trace = from_spec("synthetic:google?hours=1&seed=2&scale=0.02")
     watch = Watch(make_scheduler(name))

@@ -7,11 +7,11 @@ from itertools import count
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from packers.first_fit import FirstFit
-from packers.free_index import DEAD, FreeTree, LiveIndex
+from stratus.packers.first_fit import FirstFit
+from stratus.packers.free_index import DEAD, FreeTree, LiveIndex
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, Task
-from stratus.resources import fits
+from stratus.base.resources import fits
 
 small = st.integers(0, 12)
 vec = st.tuples(small, small)

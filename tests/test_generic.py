@@ -13,10 +13,10 @@ from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratus.errors import ConfigError, TraceError
-from traces import generic
-from traces.loaders import load_file
-from traces.schema import Trace
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces import generic
+from stratus.traces.loaders import load_file
+from stratus.traces.schema import Trace
 
 FIX = Path(__file__).parent / "fixtures" / "generic"
 SACCT = FIX / "sacct.csv"

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratus.errors import ConfigError, TraceError
-from traces import google2011 as g
-from traces.loaders import convert_file, load_file
-from traces.schema import REQUIRED, Trace, validate_frame
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces import google2011 as g
+from stratus.traces.loaders import convert_file, load_file
+from stratus.traces.schema import REQUIRED, Trace, validate_frame
 
 FIXTURE = Path(__file__).parent / "fixtures" / "google2011" / "basic"
 WINDOW = {"window_start_s": "1500", "window_end_s": "20000"}
@@ -163,7 +163,7 @@ def test_anti_affinity_ignore_leaves_the_column_out(trace, tmp_path):
 
 
 def test_anti_affinity_survives_convert_and_the_canonical_reader(tmp_path, trace):
-    from traces.conversion import convert_trace
+    from stratus.traces.conversion import convert_trace
 
     out = tmp_path / "g.parquet"
     convert_trace(str(FIXTURE), "google2011", out)

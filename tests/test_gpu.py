@@ -11,20 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants, comparable
 
-from packers.binning import RuntimeBinPacker
-from packers.binpack import Binpack
-from packers.dot_product import DotIndex
-from packers.first_fit import FirstFit
-from pricing.catalog import M4, Catalog, InstanceType
-from pricing.prices import SPOT, PriceBook
-from pricing.synthetic_spot import generate_spot
-from scalers.karpenter import KarpenterProvisioner
-from scalers.per_task import PerTaskScaler
+from stratus.packers.binning import RuntimeBinPacker
+from stratus.packers.binpack import Binpack
+from stratus.packers.dot_product import DotIndex
+from stratus.packers.first_fit import FirstFit
+from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.prices import SPOT, PriceBook
+from stratus.pricing.synthetic_spot import generate_spot
+from stratus.scalers.karpenter import KarpenterProvisioner
+from stratus.scalers.per_task import PerTaskScaler
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig
-from stratus.errors import ConfigError, StratusError, TraceError
-from stratus.resources import request_units, to_units
-from traces.schema import Trace, fit_to_catalog
+from stratus.base.errors import ConfigError, StratusError, TraceError
+from stratus.base.resources import request_units, to_units
+from stratus.traces.schema import Trace, fit_to_catalog
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
@@ -264,7 +264,7 @@ def test_gpu_index_answers_as_a_scan(name, trace, conf):
 # --- loaders, generators, describe ------------------------------------------------------
 
 def test_generic_loader_reads_a_gpus_column(tmp_path):
-    from traces import generic
+    from stratus.traces import generic
 
     p = tmp_path / "jobs.csv"
     p.write_text("id,t,rt,c,m,g\n1,0,60,4,16,1\n2,5,60,1,2,0\n")
@@ -278,8 +278,8 @@ def test_generic_loader_reads_a_gpus_column(tmp_path):
 
 
 def test_synthetic_gpu_share():
-    from traces.describe import describe
-    from traces.synthetic import generate
+    from stratus.traces.describe import describe
+    from stratus.traces.synthetic import generate
 
     base = generate("google", hours=1, seed=4, scale=0.05)
     same = generate("google", hours=1, seed=4, scale=0.05, gpu_share=0)

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from test_properties import configs, workloads
 
 import stratus.intbound as ib
-from pricing.catalog import M4, Catalog, InstanceType
-from pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
+from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
-from stratus.resources import to_units
+from stratus.base.resources import to_units
 
 pytest.importorskip("ortools")
 

@@ -1,9 +1,10 @@
-"""Layers, one way (docs/architecture.md): (0) the shared vocabulary every layer uses,
-stratus.errors, stratus.resources and stratus.tempnames, which import nothing of the project;
-(1) pricing, traces; (2) the stratus core; (3) packers, scalers; (4) the application layer,
-stratus.app. A module imports only its own layer and the ones below, and no import cycle
-joins any two modules. Imports inside functions count (they run); those under
-``if TYPE_CHECKING:`` do not (they never run)."""
+"""Layers, one way (docs/architecture.md): (0) the foundation every layer uses,
+stratus.base (errors, reports, resources, tempnames), which imports nothing of the project; (1)
+stratus.pricing, stratus.traces; (2) the stratus core; (3) stratus.packers,
+stratus.scalers; (4) the application layer, stratus.app. A module imports only its own
+layer and the ones below; no import cycle joins any two modules, and none joins two
+packages (a package's modules taken together). Imports inside functions count (they
+run); those under ``if TYPE_CHECKING:`` do not (they never run)."""
 
 from __future__ import annotations
 
@@ -16,32 +17,37 @@ import pytest
 from stratus.app.registry import ENTRY_POINT_GROUP, get_spec, scheduler_names
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("pricing", "traces", "stratus", "packers", "scalers")
-FOUNDATION = ("stratus.errors", "stratus.resources", "stratus.tempnames")
+#: folder -> the package it installs as (pyproject.toml's package-dir)
+PACKAGES = {"stratus": "stratus", "pricing": "stratus.pricing", "traces": "stratus.traces",
+            "packers": "stratus.packers", "scalers": "stratus.scalers"}
+FOUNDATION = ("stratus.base", "stratus.base.errors", "stratus.base.reports",
+              "stratus.base.resources", "stratus.base.tempnames")
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
 FACADES = ("stratus", "stratus.waiting", "stratus.sharing", "stratus.qos")
+LAYERS = {"stratus.pricing": 1, "stratus.traces": 1, "stratus.packers": 3,
+          "stratus.scalers": 3, "stratus.app": 4}
 
 
 def layer(module: str) -> int:
-    top = module.split(".")[0]
     if module in FOUNDATION:
         return 0
     if module in FACADES:
         return 5
-    if module == "stratus.app" or module.startswith("stratus.app."):
-        return 4
-    return {"pricing": 1, "traces": 1, "stratus": 2, "packers": 3, "scalers": 3}[top]
+    for pkg, n in LAYERS.items():
+        if module == pkg or module.startswith(pkg + "."):
+            return n
+    return 2  # the core: stratus.*
 
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for pkg in PACKAGES:
-        for path in (ROOT / pkg).rglob("*.py"):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for folder, pkg in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            out[".".join(parts)] = path
+            out[".".join([pkg, *parts])] = path
     return out
 
 
@@ -175,9 +181,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_was_read():
-    assert {"stratus.app.builtin", "packers.binning"} <= GRAPH["stratus.app.registry"] | \
+    assert {"stratus.app.builtin", "stratus.packers.binning"} <= GRAPH["stratus.app.registry"] | \
         GRAPH["stratus.app.builtin"]
-    assert "stratus.compose" in GRAPH["packers.binning"]
+    assert "stratus.compose" in GRAPH["stratus.packers.binning"]
 
 
 def test_no_import_cycle():
@@ -196,6 +202,56 @@ def test_every_import_goes_down_or_sideways():
 
 def test_the_foundation_imports_nothing_of_the_project():
     assert {m: GRAPH[m] for m in FOUNDATION} == {m: set() for m in FOUNDATION}
+
+
+#: the packages of the layout, each with its subpackages; any other stratus.* is the core
+UNITS = ("stratus.base", "stratus.pricing", "stratus.traces", "stratus.packers",
+         "stratus.scalers", "stratus.app", "stratus.waiting", "stratus.sharing", "stratus.qos")
+
+
+def package_of(module: str) -> str:
+    for unit in UNITS:
+        if module == unit or module.startswith(unit + "."):
+            return unit
+    return "stratus"
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Packages and the packages their modules import (within a package not counted; a
+    facade's lazy doors are above every layer and not counted either)."""
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        p = package_of(m)
+        out.setdefault(p, set())
+        if m in FACADES:
+            continue
+        out[p].update(package_of(t) for t in targets if package_of(t) != p)
+    return out
+
+
+def test_no_package_level_cycle():
+    """stratus -> traces -> stratus was one while the foundation sat in stratus/ itself."""
+    assert _cycles(package_graph(GRAPH)) == []
+
+
+def test_a_planted_package_level_cycle_is_found(monkeypatch):
+    g = {m: set(ts) for m, ts in GRAPH.items()}
+    # the foundation's old place: a core module that traces imports, importing traces back
+    g["stratus.traces.schema"].add("stratus.engine")
+    cycles = _cycles(package_graph(g))
+    assert any({"stratus", "stratus.traces"} <= set(c) for c in cycles), cycles
+
+
+def test_a_planted_import_module_of_a_project_module_is_an_edge(tmp_path, monkeypatch):
+    """``importlib.import_module("stratus.app.api")`` in a core module is an import that
+    goes up: the layers check sees it."""
+    f = tmp_path / "planted.py"
+    f.write_text("import importlib\n\ndef f():\n"
+                 "    return importlib.import_module('stratus.app.api')\n")
+    monkeypatch.setitem(MODULES, "stratus.planted", f)
+    found = _imports("stratus.planted")
+    assert found == {"stratus.app.api"}
+    assert layer("stratus.app.api") > layer("stratus.planted")
 
 
 def test_the_core_never_imports_the_application_layer_or_a_policy():
@@ -229,7 +285,7 @@ def test_a_plugin_registers_through_the_entry_point_group(monkeypatch, tmp_path)
     (tmp_path / "my_sched.py").write_text(
         "from stratus.app.schedulers import register\n"
         "from stratus.compose import ComposedScheduler\n"
-        "from scalers.task_per_instance import CheapestPerTask\n"
+        "from stratus.scalers.task_per_instance import CheapestPerTask\n"
         "@register('mine', 'a plug-in')\n"
         "def mine():\n"
         "    return ComposedScheduler('mine', scaler=CheapestPerTask())\n")
@@ -251,7 +307,7 @@ def test_a_broken_plugin_is_one_clear_error(monkeypatch):
     from importlib.metadata import EntryPoint
 
     from stratus.app import registry
-    from stratus.errors import ConfigError
+    from stratus.base.errors import ConfigError
 
     ep = EntryPoint("broken", "no_such_module_xyz", ENTRY_POINT_GROUP)
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])

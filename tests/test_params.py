@@ -10,7 +10,7 @@ import pytest
 
 from stratus.app.cli import main
 from stratus.app.registry import get_spec, make_scheduler
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 def test_stratus_exposes_clearings_threshold_and_patience():

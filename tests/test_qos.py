@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.app.cli import main
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.qos.jobs import Workload, build_workload, value
 from stratus.qos.run import load_var, oc_var_avg, run, simulate
 from stratus.qos.schedule import base_profile, earliest, positions, qops_candidates, reserve

@@ -11,9 +11,9 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pricing.catalog import M4
-from stratus.errors import TraceError
-from traces.schema import Trace, fit_to_catalog, validate_frame
+from stratus.pricing.catalog import M4
+from stratus.base.errors import TraceError
+from stratus.traces.schema import Trace, fit_to_catalog, validate_frame
 
 
 def frame(**over):
@@ -117,8 +117,8 @@ def test_anti_affinity_parquet_round_trip_and_window(tmp_path):
 
 
 def test_generic_loader_carries_anti_affinity(tmp_path):
-    from traces import generic
-    from traces.describe import describe
+    from stratus.traces import generic
+    from stratus.traces.describe import describe
 
     path = tmp_path / "t.csv"
     path.write_text("job,submit,run,cpu,mem,aa\n1,0,10,1,1,1\n1,1,10,1,1,TRUE\n"

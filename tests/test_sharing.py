@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.cli import main
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.sharing.analyses import burst_peak, defect, parse_grid, solo, sweep
 from stratus.sharing.chargeback import charges, job_charges, per_user
 from stratus.sharing.cluster import POLICIES, Cluster, Workload, od_core_hour, run, summary
@@ -248,7 +248,7 @@ def test_pool_timer_and_short_first_agree_on_both_paths(seed, s, b, t, short_fir
 
 def _nasa():
     from stratus.sharing.cluster import workload_from_frame
-    from traces import swf
+    from stratus.traces import swf
 
     return workload_from_frame(swf.load(NASA).frame, "nasa")
 

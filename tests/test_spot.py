@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pricing import synthetic_spot as ss
-from pricing.catalog import M4, M5, Catalog, InstanceType
-from pricing.prices import ON_DEMAND, SPOT, PriceSeries
-from pricing.spot import (
+from stratus.pricing import synthetic_spot as ss
+from stratus.pricing.catalog import M4, M5, Catalog, InstanceType
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceSeries
+from stratus.pricing.spot import (
     BUNDLED,
     SpotHistory,
     bundled_history,
@@ -25,8 +25,8 @@ from pricing.spot import (
     spot_price_book,
     write_aws,
 )
-from pricing.synthetic_spot import default_spot_book
-from stratus.errors import ConfigError, TraceError
+from stratus.pricing.synthetic_spot import default_spot_book
+from stratus.base.errors import ConfigError, TraceError
 
 FIX = Path(__file__).parent / "fixtures" / "spot"
 FORMATS = ["history.json", "pages.json", "concatenated.json", "history.csv", "history.tsv.gz",

@@ -14,8 +14,8 @@ from corrupt import corrupt, ops
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pricing.spot import load_spot_history, spot_price_book
-from stratus.errors import StratusError
+from stratus.pricing.spot import load_spot_history, spot_price_book
+from stratus.base.errors import StratusError
 
 SPOT = Path(__file__).parent / "fixtures" / "spot"
 FILES = {"history.csv": b",", "history.txt": b"\t", "history.json": b",",
@@ -74,8 +74,8 @@ def test_any_single_price_value_loads_valid_or_fails_naming_the_record(tmp_path,
 
 
 def test_the_bundled_book_is_valid():
-    from pricing.catalog import M4
-    from pricing.spot import bundled_history
+    from stratus.pricing.catalog import M4
+    from stratus.pricing.spot import bundled_history
 
     _check_loaded(bundled_history())
     spot_price_book(M4, bundled_history())
@@ -85,7 +85,7 @@ def test_the_bundled_book_is_valid():
 
 def _compact_bytes(tmp_path) -> bytes:
     """A small compact file: the CSV fixture's history written in the bundled format."""
-    from pricing.spot import write_compact
+    from stratus.pricing.spot import write_compact
 
     hist = load_spot_history(SPOT / "history.csv", zone="us-west-2a")
     units = {n: (s.times.astype(np.int64), np.round(s.prices * 10_000).astype(np.int64))

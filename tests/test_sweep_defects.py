@@ -394,7 +394,7 @@ def test_ctrl_c_interrupts_a_duckdb_query_at_once():
 
     import duckdb
 
-    from traces.google2011 import _execute
+    from stratus.traces.google2011 import _execute
 
     con = duckdb.connect()
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))

@@ -13,10 +13,10 @@ from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratus.errors import ConfigError, TraceError
-from traces import swf
-from traces.loaders import load_file
-from traces.schema import Trace
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces import swf
+from stratus.traces.loaders import load_file
+from stratus.traces.schema import Trace
 
 HERE = Path(__file__).parent
 SMALL = HERE / "fixtures" / "swf" / "small.swf"

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stratus.errors import ConfigError
-from traces import synthetic
-from traces.synthetic import common, google, mms, twosigma
+from stratus.base.errors import ConfigError
+from stratus.traces import synthetic
+from stratus.traces.synthetic import common, google, mms, twosigma
 
 SEEDS = (0, 1, 2)
 DAY = 86_400.0
@@ -147,7 +147,7 @@ def test_google_tail_and_offered_load_over_five_days():
     # The runtime tail and the offered load are carried by a handful of jobs (the real
     # window's 10 heaviest jobs hold 54% of its CPU-time), so one day is a noisy sample:
     # these are checked on the mean over five days of one cluster, within a factor 1.5.
-    from traces.describe import describe
+    from stratus.traces.describe import describe
 
     days = [google.generate(seed=1, start_s=d * DAY) for d in range(5)]
     load = np.mean([describe(t)["offered_load"]["vcpu"] for t in days])
@@ -317,7 +317,7 @@ def test_twosigma_offered_load_fits_the_cluster(tdays):
     # cluster's busier resource (memory-time or core-time; a steady state's utilization).
     # Mean over three clusters within 0.5-0.7, each within 0.4-0.8; the replayed day (whole
     # jobs only) offers less, since the long jobs submitted late are cut.
-    from traces.describe import describe
+    from stratus.traces.describe import describe
 
     shares = []
     for s, t in tdays.items():

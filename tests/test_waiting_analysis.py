@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.cli import main
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.waiting.analysis import (
     erlang_b,
     erlang_c,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pricing.catalog import M4
-from pricing.prices import SPOT, PriceBook, PriceSeries
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
 from stratus.app.cli import main
 from stratus.engine import SPOT_WARNING_S
 from stratus.waiting.bill import smallest_vm_costs

@@ -52,8 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pricing.catalog import M4, Catalog
-from traces.schema import Trace
+from stratus.pricing.catalog import M4, Catalog
+from stratus.traces.schema import Trace
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
 WIDE_PERCENTILES = (("p10", 10.0), *PERCENTILES)

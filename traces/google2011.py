@@ -106,10 +106,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stratus import tempnames
-from stratus.errors import ConfigError, TraceError
-from traces.schema import LoadReport, Trace
-from traces.tables import (
+from stratus.base import tempnames
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces.schema import LoadReport, Trace
+from stratus.traces.tables import (
     check_options,
     option_choice,
     option_float,

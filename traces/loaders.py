@@ -4,7 +4,7 @@ if it can stream big inputs, ``convert(path, out_parquet, **options) -> LoadRepo
 On the command line a format may carry options: ``--format swf?per_processor=1``.
 Option values arrive as strings; each loader converts and checks its own.
 
-``stratus traces convert`` is in ``traces.conversion`` (it reads specs, which this module
+``stratus traces convert`` is in ``stratus.traces.conversion`` (it reads specs, which this module
 serves).
 """
 
@@ -15,17 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from stratus.errors import ConfigError
-from traces.schema import LoadReport, Trace
+from stratus.base.errors import ConfigError
+from stratus.traces.schema import LoadReport, Trace
 
 FORMATS: dict[str, tuple[str, str]] = {
     # name: (module, what it reads)
-    "canonical": ("traces.loaders", "the canonical Parquet schema (traces/schema.py)"),
-    "google2011": ("traces.google2011", "Google cluster trace 2011 v2.1: a directory with "
+    "canonical": ("stratus.traces.loaders", "the canonical Parquet schema (traces/schema.py)"),
+    "google2011": ("stratus.traces.google2011", "Google cluster trace 2011 v2.1: a directory with "
                    "job_events/ and task_events/ CSV(.gz) parts"),
-    "swf": ("traces.swf", "Standard Workload Format 2.2 (Parallel Workloads Archive), .swf[.gz]"),
-    "umass": ("traces.umass", "UMass/LSF job table (CSV, Parquet or HDF5)"),
-    "generic": ("traces.generic", "any CSV/Parquet with a column mapping (see traces/generic.py)"),
+    "swf": ("stratus.traces.swf", "Standard Workload Format 2.2 (Parallel Workloads Archive), .swf[.gz]"),
+    "umass": ("stratus.traces.umass", "UMass/LSF job table (CSV, Parquet or HDF5)"),
+    "generic": ("stratus.traces.generic", "any CSV/Parquet with a column mapping (see traces/generic.py)"),
 }
 
 

@@ -24,13 +24,13 @@ Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from stratus.errors import TraceError
+from stratus.base.errors import TraceError
+from stratus.base.reports import LoadReport  # noqa: F401 (re-exported)
 
 REQUIRED: dict[str, str] = {
     "job_id": "int64",
@@ -141,43 +141,6 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
     return out
 
 
-@dataclass
-class LoadReport:
-    """What a loader read and what it left out, and why: nothing is dropped silently.
-
-    ``dropped`` counts rows (or jobs/tasks, as the reason says) by reason; ``notes`` are
-    changes made to kept rows (e.g. "runtime 0 raised to 1 s: 173 jobs").
-    """
-
-    source: str
-    rows_read: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def drop(self, reason: str, n: int = 1) -> None:
-        if n:
-            self.dropped[reason] = self.dropped.get(reason, 0) + int(n)
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    @classmethod
-    def from_dict(cls, d: Mapping, source: str = "", rows: int = 0) -> LoadReport:
-        """Back from ``as_dict`` (as kept in a trace's meta)."""
-        return cls(d.get("source", source), d.get("rows_read", rows), dict(d.get("dropped", {})),
-                   list(d.get("notes", [])))
-
-    def as_dict(self) -> dict:
-        return {"source": self.source, "rows_read": self.rows_read, "dropped": dict(self.dropped),
-                "notes": list(self.notes)}
-
-    def lines(self) -> list[str]:
-        out = [f"{self.source}: read {self.rows_read:,} rows"]
-        out += [f"  dropped {n:,}: {why}" for why, n in self.dropped.items()]
-        out += [f"  note: {x}" for x in self.notes]
-        return out
-
-
 class Trace:
     """A validated, sorted canonical trace plus where it came from."""
 
@@ -272,7 +235,7 @@ def has_gpus(trace: Trace) -> bool:
 def oversized_mask(trace: Trace, catalog) -> np.ndarray:
     """Rows whose request fits no instance type of ``catalog`` (in integer units). A GPU
     request fits no type of a catalog without GPUs (docs/decisions.md, "A GPU dimension")."""
-    from stratus.resources import request_units
+    from stratus.base.resources import request_units
 
     f = trace.frame
     req = request_units(f["cpu"], f["mem_gib"], gpu_requests(f) if catalog.has_gpus else None)

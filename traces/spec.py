@@ -11,8 +11,8 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
-from stratus.errors import ConfigError, TraceError
-from traces.schema import Trace
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces.schema import Trace
 
 SYNTHETIC = "synthetic:"
 #: the period random slices of a synthetic trace come from: the Google trace's 29 days
@@ -93,11 +93,11 @@ class TraceSource:
         """The whole file trace (synthetic: the generator's default window)."""
         if self._full is None:
             if self.synthetic:
-                from traces.synthetic import generate
+                from stratus.traces.synthetic import generate
 
                 self._full = generate(self.name, **self.params)
             else:
-                from traces.loaders import load_file
+                from stratus.traces.loaders import load_file
 
                 self._full = load_file(self.path, self.fmt)
         return self._full
@@ -112,7 +112,7 @@ class TraceSource:
         """Synthetic: generate ``hours`` from ``start``. File: whole jobs submitted and
         finished in [start, start + hours) (Stratus §4.2); the whole file if neither given."""
         if self.synthetic:
-            from traces.synthetic import generate
+            from stratus.traces.synthetic import generate
 
             params = dict(self.params)
             if hours is not None:

@@ -50,9 +50,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.errors import TraceError
-from traces.schema import LoadReport, Trace
-from traces.tables import (
+from stratus.base.errors import TraceError
+from stratus.traces.schema import LoadReport, Trace
+from stratus.traces.tables import (
     GZIP_MAGIC,
     MAX_EXACT_INT,
     check_options,

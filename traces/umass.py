@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.errors import ConfigError, TraceError
-from traces.schema import LoadReport, Trace
-from traces.tables import (
+from stratus.base.errors import ConfigError, TraceError
+from stratus.traces.schema import LoadReport, Trace
+from stratus.traces.tables import (
     Table,
     check_options,
     drop_blank,

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 
 from stratus.app import spec as S
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 #: the spec's ``trace`` field when the caller hands over a loaded trace object
 IN_MEMORY = "<in-memory trace>"
@@ -31,21 +31,21 @@ def load_trace(spec: str, format: str | None = None, hours: float | None = None,
 
 def synthetic(name: str, seed: int = 0, **params):
     """A calibrated synthetic trace by name (google, twosigma, mms) and its parameters."""
-    from traces.synthetic import generate
+    from stratus.traces.synthetic import generate
 
     return generate(name, seed=seed, **params)
 
 
 def load_catalog(name_or_file: str):
     """A built-in instance catalog by name, or your own .toml/.csv catalog file."""
-    from pricing.catalog_files import load_catalog as load
+    from stratus.pricing.catalog_files import load_catalog as load
 
     return load(name_or_file)
 
 
 def catalogs() -> list[dict]:
     """The built-in catalogs: name, types, families, region, date."""
-    from pricing.catalog_files import builtin_names
+    from stratus.pricing.catalog_files import builtin_names
 
     return [catalog_doc(load_catalog(n), types=False) for n in builtin_names()]
 
@@ -86,7 +86,7 @@ def schedulers() -> list[dict]:
 
 def trace_formats() -> dict:
     """Every trace format: its name and what it reads."""
-    from traces.loaders import FORMATS
+    from stratus.traces.loaders import FORMATS
 
     return {k: v[1] for k, v in FORMATS.items()}
 
@@ -100,7 +100,7 @@ def convert(input: str, output: str, format: str | None = None, force: bool = Fa
     import pyarrow.parquet as pq
 
     from stratus.app.outputs import check_file, input_paths
-    from traces.conversion import convert_trace
+    from stratus.traces.conversion import convert_trace
 
     check_file(output, "-o", input_paths(input), force)
     t0 = time.perf_counter()
@@ -115,7 +115,7 @@ def convert(input: str, output: str, format: str | None = None, force: bool = Fa
 def describe(trace, **window) -> dict:
     """Jobs, tasks, runtimes, requests, priorities, arrivals and offered load of a trace
     (a spec string and its window options, or a loaded trace)."""
-    from traces.describe import describe as describe_trace
+    from stratus.traces.describe import describe as describe_trace
 
     if isinstance(trace, str):
         trace = load_trace(trace, **window)
@@ -136,8 +136,8 @@ def _window(spec: S.CloudSpec, trace):
     if isinstance(trace, str):
         sess = Session(spec)
         return sess.fitted(spec.catalog, spec.drop_oversized), sess.history, sess.warmup_hours()
-    from pricing.catalog_files import get_catalog
-    from traces.schema import fit_to_catalog
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.traces.schema import fit_to_catalog
 
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
     if fitted is not trace:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scalers.task_per_instance import CheapestPerTask
+from stratus.scalers.task_per_instance import CheapestPerTask
 from stratus.app.schedulers import register
 from stratus.compose import ComposedScheduler
 
@@ -16,15 +16,15 @@ def task_per_instance() -> ComposedScheduler:
 @register("first-fit",
           "first fit onto live instances, else a new cheapest-fitting instance per task")
 def first_fit() -> ComposedScheduler:
-    from packers.first_fit import FirstFit
+    from stratus.packers.first_fit import FirstFit
 
     return ComposedScheduler("first-fit", scaler=CheapestPerTask(), packer=FirstFit())
 
 
 def _stratus(name: str, clearing: bool) -> ComposedScheduler:
-    from packers.binning import RuntimeBinPacker
-    from scalers.clearing import InstanceClearing
-    from scalers.cost_efficiency import CostEfficiencyScaler
+    from stratus.packers.binning import RuntimeBinPacker
+    from stratus.scalers.clearing import InstanceClearing
+    from stratus.scalers.cost_efficiency import CostEfficiencyScaler
 
     packer = RuntimeBinPacker()
     return ComposedScheduler(name, scaler=CostEfficiencyScaler(), packer=packer,
@@ -56,7 +56,7 @@ HOTSPOT_BID_FACTOR = 10.0  # HSpot bids above on-demand (§4.1): EC2's cap, 10x 
           "type that became cheaper when it pays; bids 10x on-demand; perfect runtimes",
           estimator="oracle")
 def hotspot() -> ComposedScheduler:
-    from scalers.hotspot_migration import PriceHopping
+    from stratus.scalers.hotspot_migration import PriceHopping
 
     return ComposedScheduler("hotspot", scaler=CheapestPerTask(bid_factor=HOTSPOT_BID_FACTOR),
                              migrator=PriceHopping(bid_factor=HOTSPOT_BID_FACTOR))
@@ -65,12 +65,12 @@ def hotspot() -> ComposedScheduler:
 def _scloud(name: str, pack: bool = False, scale: bool = False,
             clear: bool = False) -> ComposedScheduler:
     """SCloud (§4.3) and the §5.2 steps from it towards Stratus (Fig. 6)."""
-    from packers.dot_product import DotProductPacker
-    from scalers.chain import MigratorChain
-    from scalers.clearing import InstanceClearing
-    from scalers.cost_efficiency import CostEfficiencyScaler
-    from scalers.hotspot_migration import PriceHopping
-    from scalers.scloud import GreedyConstrainedScaler
+    from stratus.packers.dot_product import DotProductPacker
+    from stratus.scalers.chain import MigratorChain
+    from stratus.scalers.clearing import InstanceClearing
+    from stratus.scalers.cost_efficiency import CostEfficiencyScaler
+    from stratus.scalers.hotspot_migration import PriceHopping
+    from stratus.scalers.scloud import GreedyConstrainedScaler
 
     packer = DotProductPacker() if pack else None
     scaler = CostEfficiencyScaler() if scale else GreedyConstrainedScaler()
@@ -110,22 +110,22 @@ def scloud_pack_scale_clear() -> ComposedScheduler:
 
 
 def _fleet(name: str, choice, dim: int) -> ComposedScheduler:
-    from packers.binpack import Binpack
-    from scalers.per_task import PerTaskScaler
+    from stratus.packers.binpack import Binpack
+    from stratus.scalers.per_task import PerTaskScaler
 
     return ComposedScheduler(name, scaler=PerTaskScaler(choice, copack=dim), packer=Binpack(dim))
 
 
 @register("fleet", "Spot Fleet lowestPrice acquisition + ECS binpack (CPU) placement (§4.3 Fleet)")
 def fleet() -> ComposedScheduler:
-    from scalers.per_task import LowestPrice
+    from stratus.scalers.per_task import LowestPrice
 
     return _fleet("fleet", LowestPrice(), 0)
 
 
 @register("fleet-mem", "Spot Fleet lowestPrice + ECS binpack on memory (§4.3 Fleet variant)")
 def fleet_mem() -> ComposedScheduler:
-    from scalers.per_task import LowestPrice
+    from stratus.scalers.per_task import LowestPrice
 
     return _fleet("fleet-mem", LowestPrice(), 1)
 
@@ -133,7 +133,7 @@ def fleet_mem() -> ComposedScheduler:
 @register("fleet-diversified",
           "Spot Fleet diversified acquisition (round-robin over fitting types) + ECS binpack (CPU)")
 def fleet_diversified() -> ComposedScheduler:
-    from scalers.per_task import Diversified
+    from stratus.scalers.per_task import Diversified
 
     return _fleet("fleet-diversified", Diversified(), 0)
 
@@ -141,8 +141,8 @@ def fleet_diversified() -> ComposedScheduler:
 @register("karpenter", "Karpenter: batch first-fit-decreasing provisioning on the cheapest "
           "fitting types, WhenEmptyOrUnderutilized consolidation after 5 min; not runtime-aware")
 def karpenter() -> ComposedScheduler:
-    from packers.first_fit import FirstFit
-    from scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
+    from stratus.packers.first_fit import FirstFit
+    from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
 
     packer = FirstFit()
     return ComposedScheduler("karpenter", scaler=KarpenterProvisioner(), packer=packer,
@@ -152,9 +152,9 @@ def karpenter() -> ComposedScheduler:
 @register("stratus-bestfit", "Stratus with the best-fitting instance per new task at scale-out "
           "(§5.1 ablation)", estimator="history")
 def stratus_bestfit() -> ComposedScheduler:
-    from packers.binning import RuntimeBinPacker
-    from scalers.clearing import InstanceClearing
-    from scalers.per_task import BestFit, PerTaskScaler
+    from stratus.packers.binning import RuntimeBinPacker
+    from stratus.scalers.clearing import InstanceClearing
+    from stratus.scalers.per_task import BestFit, PerTaskScaler
 
     packer = RuntimeBinPacker()
     return ComposedScheduler("stratus-bestfit", scaler=PerTaskScaler(BestFit()), packer=packer,

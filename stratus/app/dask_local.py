@@ -16,7 +16,7 @@ import subprocess
 import sys
 from contextlib import contextmanager, suppress
 
-from stratus.errors import StratusError
+from stratus.base.errors import StratusError
 
 #: seconds the cluster gets to start (imports, a scheduler and its workers), then to close
 START_S, CLOSE_S = 120.0, 10.0

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from stratus import tempnames
-from stratus.errors import ConfigError
+from stratus.base import tempnames
+from stratus.base.errors import ConfigError
 
 # what `replay --save DIR` writes: a directory holding only these may be replaced (--force)
 SAVED_FILES = ("instances.parquet", "jobs.parquet")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from stratus.app.spec.qos import QosRunSpec, QosSweepSpec, QosWorkloadOptions
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 # --- the workload ------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from stratus.app.schedulers import (
     SchedulerSpec,
     register,
 )
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator
 
 ENTRY_POINT_GROUP = "stratus.schedulers"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from stratus.app.figures_waiting import waiting_figures
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 CSS = """body{font-family:Georgia,serif;max-width:1100px;margin:2em auto;color:#222;
 line-height:1.4}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #ccc;

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from stratus.app.schedulers import COST_MODEL, SchedulerSpec
 from stratus.app.spec import CloudSpec
-from stratus.errors import ConfigError, StratusError
+from stratus.base.errors import ConfigError, StratusError
 
 
 def estimator_name(spec: CloudSpec, sched: SchedulerSpec) -> str:
@@ -43,7 +43,7 @@ def fitted_estimator(name: str, seed: int, history: Callable[[], object], trace=
 def replay_config(spec: CloudSpec):
     """The engine's configuration for ``spec``'s cloud: catalog, market and prices, tick,
     spin-up, migration, faults, guards (no estimator yet)."""
-    from pricing.catalog_files import get_catalog
+    from stratus.pricing.catalog_files import get_catalog
     from stratus.engine import ReplayConfig
     from stratus.faults import parse_faults
     from stratus.markets import configure_market

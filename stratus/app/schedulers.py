@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ class Session:
     ``source`` when given (a file is read once however many slices are cut from it)."""
 
     def __init__(self, spec: WindowSpec, source=None, slice_: int | None = None) -> None:
-        from traces.spec import TraceSource
+        from stratus.traces.spec import TraceSource
 
         self.spec = spec
         self.source = source or TraceSource(spec.trace, spec.format, spec.seed)
@@ -36,7 +36,7 @@ class Session:
         return self.trace.span_s / 3600.0
 
     def warmup_hours(self) -> float:
-        from traces.spec import warmup_hours
+        from stratus.traces.spec import warmup_hours
 
         return warmup_hours(getattr_warmup(self.spec), self.window_hours())
 
@@ -51,8 +51,8 @@ class Session:
     def fitted(self, catalog: str, drop_oversized: bool):
         """The window checked against ``catalog``: a task larger than every type is an
         error, or its job is dropped (reported) with ``drop_oversized``."""
-        from pricing.catalog_files import get_catalog
-        from traces.schema import fit_to_catalog
+        from stratus.pricing.catalog_files import get_catalog
+        from stratus.traces.schema import fit_to_catalog
 
         trace = fit_to_catalog(self.trace, get_catalog(catalog), drop_oversized)
         if trace is not self.trace:
@@ -69,7 +69,7 @@ def report_load(trace) -> None:
     """The loader's report on stderr when it dropped rows or has notes."""
     rep = trace.meta.get("load_report")
     if rep and (rep.get("dropped") or rep.get("notes")):
-        from traces.schema import LoadReport
+        from stratus.traces.schema import LoadReport
 
         for line in LoadReport.from_dict(rep, trace.name).lines():
             print(line, file=sys.stderr)

@@ -11,7 +11,7 @@ from stratus.app.spec.share import (
     ShareSweepSpec,
     floats,
 )
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 def share_doc(spec: ShareOptions, trace):

@@ -41,7 +41,7 @@ from stratus.app import sweep_store as store
 from stratus.app.spec import Spec
 from stratus.app.sweep_claims import Claims
 from stratus.app.sweep_run import Cell, CellBar, check_executor, runner
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 COMMANDS = ("replay", "waiting")
 SPECS = {"replay": S.ReplaySpec, "waiting": S.WaitingSpec}

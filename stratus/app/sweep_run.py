@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.comparison import METRICS, summary_field
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 if TYPE_CHECKING:
     from stratus.app.spec import Spec

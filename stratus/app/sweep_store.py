@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from stratus import tempnames
+from stratus.base import tempnames
 
 ROWS = "rows"
 FAILED = ".failed"
@@ -24,7 +24,7 @@ host, pid_alive = tempnames.host, tempnames.pid_alive
 
 
 def temporary(path: Path) -> Path:
-    """The name ``path`` is written under before its rename (stratus.tempnames)."""
+    """The name ``path`` is written under before its rename (stratus.base.tempnames)."""
     return tempnames.fresh(path)
 
 
@@ -214,7 +214,7 @@ FORMAT_FILE, FORMAT = "stratus-results.json", 3
 def check_format(results: Path) -> None:
     """Refuse a results directory whose rows were keyed another way: rerunning into it
     would mix stale rows with new ones in one report."""
-    from stratus.errors import ConfigError
+    from stratus.base.errors import ConfigError
 
     marker = results / FORMAT_FILE
     version = None
@@ -249,7 +249,7 @@ def mark_format(results: Path) -> None:
 def catalog_hashes(options: dict) -> dict:
     """The content hash of each catalog option that names a file (a built-in name is
     covered by the code version)."""
-    from pricing.catalog_files import builtin_names
+    from stratus.pricing.catalog_files import builtin_names
 
     out = {}
     for key, v in options.items():

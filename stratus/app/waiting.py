@@ -7,9 +7,9 @@ from bisect import bisect_right
 
 import numpy as np
 
-from pricing.catalog_files import get_catalog
+from stratus.pricing.catalog_files import get_catalog
 from stratus.app.spec import AdviseSpec, WaitingSpec
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 
@@ -52,7 +52,7 @@ def mispredictions(policy: str, runtime: np.ndarray, t: float, f_over: float, f_
 def cloud_trace(trace, order: np.ndarray, run) -> object:
     """The rows that left for the cloud, submitted when they left (000 §5 composed with a
     virtual cluster: the VC sees exactly the stream the pool let go, at those times)."""
-    from traces.schema import Trace
+    from stratus.traces.schema import Trace
 
     f = trace.frame.iloc[order]
     gone = run.cloud
@@ -69,7 +69,7 @@ def replay_overflow(trace, order, run, opts: WaitingSpec, history) -> dict:
     from stratus.app.registry import get_spec
     from stratus.app.runs import replay_one
     from stratus.app.spec import CloudSpec
-    from traces.schema import fit_to_catalog
+    from stratus.traces.schema import fit_to_catalog
 
     sched = get_spec(opts.cloud)
     sub = cloud_trace(trace, order, run)

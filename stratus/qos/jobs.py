@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 DUP_STREAM = 0xD0B1    # the duplication draw's stream
 URGENT_STREAM = 0x0A6E  # the urgent marking's stream

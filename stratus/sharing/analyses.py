@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.sharing.chargeback import charges
 from stratus.sharing.cluster import Cluster, Workload, per_user_wait, run, summary
 

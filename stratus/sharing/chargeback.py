@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 from stratus.sharing.cluster import PRICINGS, ShareRun, per_user_wait
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 def load_curve(submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,

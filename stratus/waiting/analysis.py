@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 POLICIES = ("ajw", "njw", "ajw-t", "sww", "ljw", "compound")
 MAX_SERVERS = 10_000_000  # Erlang's recurrence is O(s): beyond this, say so rather than grind

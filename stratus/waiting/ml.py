@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 class WaitModel:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 POLICIES = ("njw", "ajw", "ajw-t", "sww", "ljw", "compound", "ljw-spec")
 PLACEMENTS = ("best-fit", "first-fit")

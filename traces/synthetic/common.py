@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 DAY_S = 86_400.0
 #: Stratus §4.2 replays 1-day windows and drops jobs that end after the window, so no
@@ -23,7 +23,7 @@ MAX_CPU = 64.0
 MAX_MEM_GIB = 256.0
 #: m4 shapes give 4 GiB per vCPU; a task is CPU-constrained on them iff cpu * 4 >= mem.
 M4_GIB_PER_VCPU = 4.0
-#: Requests are rounded to the integer units of stratus.resources (milli-vCPU, MiB).
+#: Requests are rounded to the integer units of stratus.base.resources (milli-vCPU, MiB).
 CPU_QUANTUM = 1e-3
 MEM_QUANTUM_GIB = 1.0 / 1024.0
 
@@ -229,7 +229,7 @@ def fmt_param(v: object) -> str:
 def trace_name(generator: str, params: Mapping[str, object],
                defaults: Mapping[str, object]) -> str:
     """``synthetic:NAME?scale=..&seed=..&hours=..`` plus any other parameter off its default;
-    feeding the name back to ``traces.synthetic.from_spec`` regenerates the trace."""
+    feeding the name back to ``stratus.traces.synthetic.from_spec`` regenerates the trace."""
     keys = ["scale", "seed", "hours"] + [k for k in params
                                           if k not in ("scale", "seed", "hours")
                                           and params[k] != defaults.get(k)]

@@ -33,7 +33,7 @@ Calibration targets, each checked in tests/test_synthetic.py:
 
 from __future__ import annotations
 
-from traces.schema import Trace
+from stratus.traces.schema import Trace
 
 from . import common as c
 from . import gpus, programs

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 GPU_COUNTS = np.array([1, 2, 4, 8])
 GPU_COUNT_P = np.array([0.5, 0.25, 0.15, 0.1])

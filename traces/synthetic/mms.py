@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from stratus.errors import ConfigError
-from traces.schema import Trace
+from stratus.base.errors import ConfigError
+from stratus.traces.schema import Trace
 
 from . import common as c
 

@@ -49,7 +49,7 @@ Assumptions (no published number found), also checked where a test can:
 
 from __future__ import annotations
 
-from traces.schema import Trace
+from stratus.traces.schema import Trace
 
 from . import common as c
 from . import gpus, programs

@@ -15,7 +15,7 @@ import sys
 
 from stratus.app.cli import batch, info, qos, replays, share, waiting
 from stratus.app.cli.common import Parser
-from stratus.errors import StratusError
+from stratus.base.errors import StratusError
 
 GROUPS = (replays, waiting, share, qos, batch, info)
 COMMANDS = {name: cmd for g in GROUPS for name, cmd in g.COMMANDS.items()}

@@ -7,7 +7,7 @@ import argparse
 import json
 
 from stratus.app import spec as S
-from stratus.errors import StratusError
+from stratus.base.errors import StratusError
 
 
 class UsageError(StratusError):

@@ -94,8 +94,8 @@ def _convert(args) -> int:
 def _describe(args) -> int:
     from stratus.app import outputs
     from stratus.app.session import Session
-    from traces.describe import describe as describe_trace
-    from traces.describe import plot
+    from stratus.traces.describe import describe as describe_trace
+    from stratus.traces.describe import plot
 
     w = spec_from(args, S.WindowSpec)
     png, fmt = outputs.check_plot(args.plot, "--plot", inputs(w.trace), args.force) \

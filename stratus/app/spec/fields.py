@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
 CATALOG_HELP = ("instance catalog: a built-in name (see `stratus catalogs`) or your own "
@@ -127,7 +127,7 @@ def numbers(what: str, lo: float = 0.0, above: bool = True) -> Callable[[Any], A
 def _catalog(v):
     if not isinstance(v, str) or not v.strip():
         raise Bad(f"takes a catalog name or file, got {v!r}")
-    from pricing.catalog_files import get_catalog
+    from stratus.pricing.catalog_files import get_catalog
 
     get_catalog(v)  # an unknown name or a bad file: its own one-line error
     return v
@@ -153,7 +153,7 @@ def _estimator(v):
 
 
 def _warmup(v):
-    from traces.spec import warmup_hours
+    from stratus.traces.spec import warmup_hours
 
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         raise Bad(f"takes a number of hours or 'auto', got {v!r}")
@@ -215,8 +215,8 @@ def _trace(v):
     if not isinstance(v, str) or not v.strip():
         raise Bad(f"takes synthetic:NAME[?k=v&...] or a trace file, got {v!r}")
     if v.startswith("synthetic:"):
-        from traces.spec import parse_synthetic
-        from traces.synthetic import checked
+        from stratus.traces.spec import parse_synthetic
+        from stratus.traces.synthetic import checked
 
         name, params = parse_synthetic(v)
         checked(name, params)  # a bad name or parameter fails before any cell runs

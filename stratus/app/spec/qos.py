@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from stratus.app.spec.fields import Bad, flag, number, opt, text
 from stratus.app.spec.replay import WindowSpec
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 SCHEMES = ("qops", "vqops", "dvqops")
 MAX_HOURS = 24 * 365

@@ -29,7 +29,7 @@ from stratus.app.spec.fields import (
     opt,
     text,
 )
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from stratus.app.spec.fields import Bad, flag, number, opt, text
 from stratus.app.spec.replay import WindowSpec
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 DEFAULT_GRID = "0:160:8"
 DEFAULT_THETAS = "1,2,5,10,15,20,30,50,100,1000,inf"

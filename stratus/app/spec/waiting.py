@@ -20,7 +20,7 @@ from stratus.app.spec.fields import (
     text,
 )
 from stratus.app.spec.replay import SpotPrices, WindowSpec
-from stratus.errors import ConfigError
+from stratus.base.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +45,7 @@ class ServerSpec(Spec):
         """(cores, GiB) of one server: ``--reserved-type``'s, or the two options."""
         if self.reserved_type is None:
             return self.reserved_cores, self.reserved_mem_gb
-        from pricing.catalog_files import get_catalog
+        from stratus.pricing.catalog_files import get_catalog
 
         t = get_catalog(self.catalog)[self.reserved_type]
         return float(t.vcpu), float(t.mem_gib)
@@ -151,7 +151,7 @@ class WaitingSpec(PoolOptions, SpotPrices):
         if self.speculate_market == "spot":
             if self.policy != "ljw-spec":
                 raise ConfigError("--speculate-market spot is for --policy ljw-spec")
-            from pricing.catalog_files import get_catalog
+            from stratus.pricing.catalog_files import get_catalog
             from stratus.markets import spot_book
 
             try:

@@ -1,0 +1,2 @@
+"""The foundation every layer uses and that imports nothing of the project: errors
+(the exit-status contract), resource vectors in integer units, temporary names."""
