@@ -63,10 +63,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     opts = ap.parse_args()
 
+    from stratus.traces.synthetic import generate
+
     from stratus.app.cli import _build_parser
     from stratus.app.waiting import simulate_trace
     from stratus.waiting.analysis import evaluate
-    from stratus.traces.synthetic import generate
 
     policies = opts.policies.split(",")
     servers = [int(x) for x in opts.servers.split(",")]

@@ -25,9 +25,10 @@ from bisect import bisect_left, insort
 from collections.abc import Collection, Sequence
 
 from stratus.packers.free_index import DEAD, FreeTree
+
+from stratus.base.resources import Vec
 from stratus.compose import Plan
 from stratus.model import RELEASED, Instance, Task
-from stratus.base.resources import Vec
 from stratus.view import ClusterView
 
 

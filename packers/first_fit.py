@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
+
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.view import ClusterView

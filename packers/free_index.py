@@ -22,8 +22,8 @@ from collections.abc import Collection, Iterable
 from itertools import compress, count
 from operator import attrgetter, ne
 
-from stratus.model import RELEASED, Instance
 from stratus.base.resources import Vec, fits
+from stratus.model import RELEASED, Instance
 
 DEAD = -1  # the free capacity of an empty slot: below every request (requests are >= 0)
 

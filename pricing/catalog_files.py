@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 from stratus.pricing.catalog import CATALOGS, Catalog, InstanceType
+
 from stratus.base.errors import ConfigError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

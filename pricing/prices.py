@@ -13,8 +13,8 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-
 from stratus.pricing.catalog import Catalog
+
 from stratus.base.errors import ConfigError
 
 ON_DEMAND = "on-demand"

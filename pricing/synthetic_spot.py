@@ -65,7 +65,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.catalog_files import load_catalog
 from stratus.pricing.prices import PriceBook, PriceSeries
@@ -79,6 +78,7 @@ from stratus.pricing.spot import (
     write_aws,
     write_compact,
 )
+
 from stratus.base.errors import ConfigError, StratusError
 
 DAY_S = 86_400

@@ -14,9 +14,10 @@ new instance is needed). Migrated tasks keep their progress (the engine's migrat
 from __future__ import annotations
 
 from stratus.scalers.cost_efficiency import normalized_used_constraining
+
+from stratus.base.resources import fits
 from stratus.compose import IndexedPacker, Part, Plan
 from stratus.model import READY, RUNNING, Instance
-from stratus.base.resources import fits
 from stratus.view import ClusterView
 
 

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from stratus.packers.binning import bin_of
+
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.view import ClusterView

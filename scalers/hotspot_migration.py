@@ -34,6 +34,7 @@ from operator import ne
 
 from stratus.packers.free_index import GONE, free_of
 from stratus.scalers.task_per_instance import acquirable, bid_for
+
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.view import ClusterView

@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree
 from stratus.pricing.catalog import InstanceType
+
+from stratus.base.resources import Vec, fits
 from stratus.compose import Plan
 from stratus.model import READY, RUNNING, Instance, Task
-from stratus.base.resources import Vec, fits
 from stratus.view import ClusterView
 
 

@@ -10,11 +10,11 @@ from operator import sub
 from types import MappingProxyType
 from typing import Protocol
 
-from stratus.pricing.catalog import InstanceType
-from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.base.errors import DecisionError
-from stratus.model import Instance, Task
 from stratus.base.resources import Vec, fits
+from stratus.decisions import Acquire, Decisions, Migrate, Place
+from stratus.model import Instance, Task
+from stratus.pricing.catalog import InstanceType
 from stratus.view import ClusterView
 
 

@@ -29,10 +29,9 @@ from operator import add, sub
 
 import numpy as np
 
-from stratus.pricing.catalog import M4, Catalog
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
-from stratus.decisions import Decisions
 from stratus.base.errors import ConfigError, DecisionError, StratusError
+from stratus.base.resources import request_units
+from stratus.decisions import Decisions
 from stratus.estimators import Estimator, OracleEstimator
 from stratus.faults import Faults
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
@@ -51,10 +50,11 @@ from stratus.model import (
     Task,
     sealed,
 )
-from stratus.base.resources import request_units
+from stratus.pricing.catalog import M4, Catalog
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.result import ReplayResult
-from stratus.view import ClusterView
 from stratus.traces.schema import Trace, fit_to_catalog, gpu_requests
+from stratus.view import ClusterView
 
 # event kinds, in processing order at equal timestamps (a crash or a failed request is
 # seen by a tick at the same instant)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from stratus.pricing.prices import MARKETS, ON_DEMAND, SPOT, PriceBook, PriceSeries
 from stratus.base.errors import ConfigError
+from stratus.pricing.prices import MARKETS, ON_DEMAND, SPOT, PriceBook, PriceSeries
 
 
 def shifted(book: PriceBook, market: str, shift_s: float) -> PriceBook:

@@ -3,7 +3,7 @@ in ReplayResult.jobs).
 
 Tasks come from a trace and never change. Instances belong to the engine: policies see
 them through the read-only cluster view and decide through ``Decisions``. While a policy
-decides (``sealed``), setting any attribute of an instance or a task raises a
+decides (``sealed``), changing an attribute of an instance or a task raises a
 DecisionError, and an instance's ``tasks`` is a read-only mapping.
 """
 
@@ -13,8 +13,8 @@ import threading
 from contextlib import contextmanager
 from types import MappingProxyType
 
-from stratus.pricing.catalog import InstanceType
 from stratus.base.resources import Vec
+from stratus.pricing.catalog import InstanceType
 
 # Task states (plain ints: they are compared in the event loop)
 PENDING, WAITING, RUNNING, MIGRATING, DONE = range(5)
@@ -110,6 +110,11 @@ _INSTALLED = [0]
 
 def _guarded_setattr(self, name: str, value) -> None:
     if getattr(_SEALED, "on", False):
+        try:  # a new object (a policy may build a Task to ask about) sets its slots once
+            object.__getattribute__(self, name)
+        except AttributeError:
+            object.__setattr__(self, name, value)
+            return
         from stratus.base.errors import DecisionError
 
         raise DecisionError(f"a policy set {type(self).__name__}.{name} on {self!r}: instances "

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from stratus.base.resources import ALL_DIMS, DIMS
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
-from stratus.base.resources import ALL_DIMS, DIMS
 
 if TYPE_CHECKING:
     from stratus.engine import Engine

@@ -6,10 +6,10 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from stratus.pricing.catalog import Catalog, InstanceType
-from stratus.pricing.prices import SPOT
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
+from stratus.pricing.catalog import Catalog, InstanceType
+from stratus.pricing.prices import SPOT
 
 if TYPE_CHECKING:
     from stratus.engine import Engine

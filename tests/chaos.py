@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
+from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import RUNNING
-from stratus.base.resources import fits
 
 
 class ChaosScheduler:

@@ -11,7 +11,6 @@ from bisect import bisect_right
 from collections import defaultdict
 
 import numpy as np
-
 from stratus.pricing.prices import PriceBook
 
 

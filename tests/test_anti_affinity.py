@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
-
 from stratus.packers.binning import BinIndex
 from stratus.pricing.catalog import M4
+from stratus.traces.schema import Trace, validate_frame
+
 from stratus.app.registry import make_scheduler, scheduler_names
+from stratus.base.errors import DecisionError
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Migrate, Place
 from stratus.engine import Engine, ReplayConfig, replay
-from stratus.base.errors import DecisionError
 from stratus.model import READY, Instance
-from stratus.traces.schema import Trace, validate_frame
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

@@ -32,7 +32,6 @@ def assert_one_line_error(code, out, err, *needles):
 @pytest.fixture
 def empty_parquet(tmp_path):
     import pyarrow.parquet as pq
-
     from stratus.traces.spec import TraceSource
 
     full = tmp_path / "full.parquet"
@@ -79,6 +78,7 @@ def test_a_zero_spot_price_is_refused_at_load_naming_file_and_line(tmp_path, cap
 
 def test_a_price_series_refuses_zero():
     from stratus.pricing.prices import PriceSeries
+
     from stratus.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="positive"):

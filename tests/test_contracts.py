@@ -9,9 +9,9 @@ import threading
 import pytest
 from conftest import make_trace
 
+from stratus.base.errors import DecisionError
 from stratus.compose import ComposedScheduler, Part
 from stratus.engine import ReplayConfig, replay
-from stratus.base.errors import DecisionError
 from stratus.model import Instance, Task, sealed
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from stratus.pricing.catalog import M5
 from stratus.traces import swf
 from stratus.traces.describe import describe, plot

@@ -6,13 +6,13 @@ import math
 
 import pytest
 from conftest import make_trace
-
 from stratus.pricing.catalog import M4
+
 from stratus.app.registry import make_scheduler
+from stratus.base.errors import ConfigError, DecisionError, TraceError
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
-from stratus.base.errors import ConfigError, DecisionError, TraceError
 
 
 def cfg(**kw):

@@ -18,8 +18,8 @@ from test_properties import configs, workloads
 
 from stratus.app.cli import main
 from stratus.app.registry import make_scheduler, scheduler_names
-from stratus.engine import Engine, ReplayConfig
 from stratus.base.errors import ConfigError
+from stratus.engine import Engine, ReplayConfig
 from stratus.faults import Faults, parse_faults
 
 # the integer bound has its own tests (conftest.no_integer_bound)

@@ -12,11 +12,11 @@ import pytest
 from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import generic
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
+
+from stratus.base.errors import ConfigError, TraceError
 
 FIX = Path(__file__).parent / "fixtures" / "generic"
 SACCT = FIX / "sacct.csv"

@@ -7,17 +7,17 @@ import pytest
 from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_stratus import FakeView, instance, task
-
 from stratus.packers.dot_product import DotProductPacker, dot_score
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 from stratus.scalers.hotspot_migration import PriceHopping, hop_gain
 from stratus.scalers.scloud import GreedyConstrainedScaler, constrained_dim, greedy_fill
+from test_stratus import FakeView, instance, task
+
 from stratus.app.registry import get_spec, make_scheduler
+from stratus.base.resources import to_units
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
-from stratus.base.resources import to_units
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

@@ -11,9 +11,9 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
-
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
+
 from stratus.app.cli import main
 from stratus.app.registry import make_estimator, make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig, replay

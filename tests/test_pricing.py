@@ -1,10 +1,10 @@
 import math
 
 import pytest
-
 from stratus.pricing.catalog import M4, M5, Catalog, InstanceType
 from stratus.pricing.catalog_files import get_catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, PriceBook, PriceSeries
+
 from stratus.base.errors import ConfigError
 
 

@@ -11,13 +11,13 @@ from dataclasses import fields, replace
 import pandas as pd
 import pytest
 from conftest import make_trace
-
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
-from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
-from stratus.engine import Engine, ReplayConfig, replay
-from stratus.base.errors import ConfigError
 from stratus.traces.synthetic import generate
+
+from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
+from stratus.base.errors import ConfigError
+from stratus.engine import Engine, ReplayConfig, replay
 
 WALL_CLOCK = {"wall_seconds"}  # the only summary keys that are not a function of the replay
 SWING = [0.0, 3600.0, 7200.0, 10800.0]

@@ -10,10 +10,10 @@ import pytest
 from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from stratus.pricing.catalog import M4
-from stratus.base.errors import TraceError
 from stratus.traces.schema import Trace, fit_to_catalog, validate_frame
+
+from stratus.base.errors import TraceError
 
 
 def frame(**over):

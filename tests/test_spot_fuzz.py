@@ -13,8 +13,8 @@ import pytest
 from corrupt import corrupt, ops
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from stratus.pricing.spot import load_spot_history, spot_price_book
+
 from stratus.base.errors import StratusError
 
 SPOT = Path(__file__).parent / "fixtures" / "spot"

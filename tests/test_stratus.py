@@ -7,16 +7,20 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
-
 from stratus.packers.binning import BinIndex, RuntimeBinPacker, availability, bin_of
 from stratus.pricing.catalog import M4, Catalog, InstanceType
-from stratus.scalers.cost_efficiency import CostEfficiencyScaler, best_group, normalized_used_constraining
+from stratus.scalers.cost_efficiency import (
+    CostEfficiencyScaler,
+    best_group,
+    normalized_used_constraining,
+)
+
 from stratus.app.registry import make_estimator, make_scheduler
+from stratus.base.resources import to_units
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.estimators import Estimator
 from stratus.model import READY, Instance, Task
-from stratus.base.resources import to_units
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

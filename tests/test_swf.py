@@ -12,11 +12,11 @@ import pytest
 from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import swf
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
+
+from stratus.base.errors import ConfigError, TraceError
 
 HERE = Path(__file__).parent
 SMALL = HERE / "fixtures" / "swf" / "small.swf"

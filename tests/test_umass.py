@@ -11,11 +11,11 @@ import pytest
 from corrupt import corrupt, ops
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import umass
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
+
+from stratus.base.errors import ConfigError, TraceError
 
 FIX = Path(__file__).parent / "fixtures" / "umass"
 CSV = FIX / "jobs.csv"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
+
 from stratus.app.cli import main
 from stratus.engine import SPOT_WARNING_S
 from stratus.waiting.bill import smallest_vm_costs

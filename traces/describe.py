@@ -51,7 +51,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from stratus.pricing.catalog import M4, Catalog
 from stratus.traces.schema import Trace
 

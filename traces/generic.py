@@ -46,8 +46,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     Table,
@@ -66,6 +64,8 @@ from stratus.traces.tables import (
     strings,
     table_kind,
 )
+
+from stratus.base.errors import ConfigError, TraceError
 
 # --- the generic format -----------------------------------------------------------------
 

@@ -44,8 +44,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     Table,
@@ -62,6 +60,8 @@ from stratus.traces.tables import (
     strings,
     table_kind,
 )
+
+from stratus.base.errors import ConfigError, TraceError
 
 FORMAT = "umass"
 COLUMNS = ("userid", "wallclock_runtime_sec", "wallclock_limit_sec", "num_cores",

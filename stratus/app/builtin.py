@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stratus.scalers.task_per_instance import CheapestPerTask
 from stratus.app.schedulers import register
 from stratus.compose import ComposedScheduler
+from stratus.scalers.task_per_instance import CheapestPerTask
 
 
 @register("task-per-instance",

@@ -7,9 +7,9 @@ from bisect import bisect_right
 
 import numpy as np
 
-from stratus.pricing.catalog_files import get_catalog
 from stratus.app.spec import AdviseSpec, WaitingSpec
 from stratus.base.errors import ConfigError
+from stratus.pricing.catalog_files import get_catalog
 from stratus.waiting.bill import pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 

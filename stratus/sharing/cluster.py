@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from stratus.pricing.catalog_files import get_catalog
 from stratus.base.errors import ConfigError
+from stratus.pricing.catalog_files import get_catalog
 from stratus.waiting.bill import smallest_vm_costs
 from stratus.waiting.pool import PoolRun, PoolSpec, WaitingPolicy, simulate, steady_mask
 

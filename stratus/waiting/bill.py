@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stratus.pricing.catalog import Catalog
 from stratus.base.errors import ConfigError
+from stratus.pricing.catalog import Catalog
 
 
 @dataclass(frozen=True)

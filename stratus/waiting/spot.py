@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
-from stratus.engine import SPOT_WARNING_S
 from stratus.base.errors import ConfigError
+from stratus.engine import SPOT_WARNING_S
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
 from stratus.waiting.bill import smallest_types
 
 

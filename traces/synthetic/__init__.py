@@ -13,8 +13,9 @@ import math
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
-from stratus.base.errors import ConfigError
 from stratus.traces.schema import Trace
+
+from stratus.base.errors import ConfigError
 
 from . import google, mms, twosigma
 
