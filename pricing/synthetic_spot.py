@@ -506,7 +506,7 @@ def _get_catalog(name: str) -> Catalog:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pricing.synthetic_spot",
+    ap = argparse.ArgumentParser(prog="python -m stratus.pricing.synthetic_spot",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help=".parquet (compact) or .json/.csv/.tsv/.txt[.gz]")
     ap.add_argument("--days", type=float, default=BUNDLED_DAYS)
