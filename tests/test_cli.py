@@ -55,6 +55,7 @@ def test_same_seed_same_numbers(capsys):
     assert a == b and a != c
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # compare's default --jobs
 def test_compare_prints_one_json_document(capsys):
     code, out, _ = run_cli(capsys, "compare", "--trace", "synthetic:google?scale=0.05", "--hours", "2",
                            "--json")
