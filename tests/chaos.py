@@ -47,14 +47,20 @@ class ChaosScheduler:
                 plan.acquire(itype, group, keep=rng.random() < 0.2)
             # else: leave it pending until a later tick
         idle = []
+        # the view's readers bound once: this loop visits every task at every tick
+        location, state, migrating = view.location, view.state, view.is_migrating
+        moves, random = self.moves, rng.random
         for inst in insts:
-            if not inst.tasks and inst.keep:
-                idle.append(inst)
-            for task in list(inst.tasks.values()):
-                if (view.location(task) is inst and view.state(task) == RUNNING
-                        and not view.is_migrating(task) and rng.random() < self.migrate_p
-                        and self.moves.get(task.tid, 0) < self.max_moves):
-                    self.moves[task.tid] = self.moves.get(task.tid, 0) + 1
+            tasks = inst.tasks
+            if not tasks:
+                if inst.keep:
+                    idle.append(inst)
+                continue
+            for task in tasks.values():  # the plan never changes inst.tasks
+                if (location(task) is inst and state(task) == RUNNING
+                        and not migrating(task) and random() < self.migrate_p
+                        and moves.get(task.tid, 0) < self.max_moves):
+                    moves[task.tid] = moves.get(task.tid, 0) + 1
                     dests = [d for d in insts if d is not inst and plan.fits(task, d)]
                     if dests and rng.random() < 0.7:
                         plan.migrate(task, rng.choice(dests))

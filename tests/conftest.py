@@ -34,3 +34,45 @@ def no_integer_bound():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ib, "ortools_missing", lambda: "skipped in this test module")
         yield
+
+
+@pytest.fixture(scope="session")
+def spawner_lock(tmp_path_factory):
+    """``with spawner_lock():`` around work that starts worker processes (compare --jobs 2,
+    sweeps on a pool or a dask LocalCluster, the browser) or signals a child on a timer:
+    under pytest-xdist no two such blocks run at once, so that they never compete with
+    each other for the two cores of a CI machine (the other worker goes on with its own
+    tests meanwhile). One process (no xdist): nothing to wait for. Re-entrant."""
+    import contextlib
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield contextlib.nullcontext
+        return
+    import fcntl
+
+    # the session's base directory, which its workers share (each has a popen-gwN in it)
+    path = tmp_path_factory.getbasetemp().parent / "spawner.lock"
+    depth = [0]
+
+    @contextlib.contextmanager
+    def held():
+        with open(path, "a") as fh:
+            if depth[0] == 0:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            depth[0] += 1
+            try:
+                yield
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+
+    yield held
+
+
+@pytest.fixture
+def one_spawner_at_a_time(spawner_lock):
+    """The whole test inside ``spawner_lock``."""
+    with spawner_lock():
+        yield

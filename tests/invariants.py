@@ -16,18 +16,20 @@ from stratus.pricing.prices import PriceBook
 
 def step_integral(times, prices, t0: float, t1: float) -> float:
     """$ for one instance over [t0, t1] of a step price, walking the steps one by one in
-    plain Python (independent of the engine's cumulative-sum integral)."""
-    times, prices = times.tolist(), prices.tolist()
+    plain Python (independent of the engine's cumulative-sum integral). ``times`` and
+    ``prices`` are read element by element (a 90-day spot series is long, an instance's
+    life spans a few of its steps): each as a Python float."""
+    n = len(times)
     i = max(bisect_right(times, t0) - 1, 0)  # the step in force at t0
     total, t = 0.0, t0
     while t < t1:
-        nxt = times[i + 1] if i + 1 < len(times) else t1
+        nxt = float(times[i + 1]) if i + 1 < n else t1
         end = min(max(nxt, t), t1)
-        total += prices[i] * (end - t)
+        total += float(prices[i]) * (end - t)
         t = end
         i += 1
-        if i >= len(times):
-            total += prices[-1] * (t1 - t)
+        if i >= n:
+            total += float(prices[-1]) * (t1 - t)
             break
     return total / 3600.0
 

@@ -71,20 +71,24 @@ def replay_recorded(trace, scheduler, **kw) -> object:
     return res
 
 
+# built once, not at every draw (test_properties.SUBMITS says why)
+SUBMITS = st.one_of(st.integers(0, 20).map(lambda k: 60.0 * k), st.floats(0, 1200, allow_nan=False))
+RUNTIMES = st.one_of(st.integers(1, 30).map(lambda k: 60.0 * k),
+                     st.floats(0.5, 3000, allow_nan=False))
+
+
 @st.composite
 def flagged_workloads(draw, max_jobs: int = 6, max_tasks: int = 6):
     rows, flagged = [], set()
     for j in range(draw(st.integers(1, max_jobs))):
-        submit = draw(st.one_of(st.integers(0, 20).map(lambda k: 60.0 * k),
-                                st.floats(0, 1200, allow_nan=False)))
+        submit = draw(SUBMITS)
         cpu, mem = draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS))
         share = draw(st.sampled_from([0.0, 0.5, 1.0]))  # some jobs all flagged, some mixed
         alike = draw(st.booleans())  # one request for the job, or one per task
         for i in range(draw(st.integers(1, max_tasks))):
             if not alike:
                 cpu, mem = draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS))
-            runtime = draw(st.one_of(st.integers(1, 30).map(lambda k: 60.0 * k),
-                                     st.floats(0.5, 3000, allow_nan=False)))
+            runtime = draw(RUNTIMES)
             rows.append((j, i, submit, runtime, cpu, mem))
             if share and draw(st.floats(0, 1)) < share:
                 flagged.add((j, i))

@@ -304,6 +304,7 @@ def test_a_directory_given_as_a_file_is_one_line(capsys, tmp_path):
 
 # --- interrupts ----------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # signals a replay 6 s in
 def test_sigint_during_a_long_replay_exits_130_with_one_line_and_no_output(tmp_path):
     import os
     import signal

@@ -20,6 +20,7 @@ def readme_python() -> str:
     return m.group(1)
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # compare's default jobs
 def test_readme_python_example_runs(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     code = compile(readme_python(), str(ROOT / "README.md"), "exec")

@@ -63,14 +63,19 @@ def frame(rows, gpus: bool) -> Trace:
     return Trace(df, name="t")
 
 
+# built once, not at every draw (test_properties.SUBMITS says why)
+SUBMITS = st.one_of(st.integers(0, 30).map(lambda k: 60.0 * k), st.floats(0, 1800, allow_nan=False))
+RUNTIMES = st.one_of(st.integers(1, 30).map(lambda k: 60.0 * k),
+                     st.floats(0.5, 3000, allow_nan=False))
+
+
 @st.composite
 def workloads(draw, gpu_share: float = 0.0, max_jobs: int = 6, max_tasks: int = 4):
     """CPU-only jobs, and with ``gpu_share`` > 0 GPU jobs too: 1, 2, 4 or 8 GPUs a task,
     with CPU and memory per GPU in GPU instance proportions."""
     rows = []
     for j in range(draw(st.integers(1, max_jobs))):
-        submit = draw(st.one_of(st.integers(0, 30).map(lambda k: 60.0 * k),
-                                st.floats(0, 1800, allow_nan=False)))
+        submit = draw(SUBMITS)
         if gpu_share and draw(st.floats(0, 1)) < gpu_share:
             g = draw(st.sampled_from(GPUS))
             cpu = g * draw(st.sampled_from([0.5, 2, 4, 8]))
@@ -78,8 +83,7 @@ def workloads(draw, gpu_share: float = 0.0, max_jobs: int = 6, max_tasks: int = 
         else:
             g, cpu, mem = 0, draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS))
         for i in range(draw(st.integers(1, max_tasks))):
-            runtime = draw(st.one_of(st.integers(1, 30).map(lambda k: 60.0 * k),
-                                     st.floats(0.5, 3000, allow_nan=False)))
+            runtime = draw(RUNTIMES)
             rows.append((j, i, submit, runtime, cpu, mem, *([g] if gpu_share else [])))
     return frame(rows, gpus=bool(gpu_share))
 

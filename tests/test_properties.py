@@ -20,18 +20,22 @@ CPUS = [0.1, 0.25, 0.5, 1, 2, 3.5, 4, 8, 16, 40, 64]
 MEMS = [0.2, 0.5, 1, 2, 7.5, 8, 16, 64, 160, 256]
 
 
+# multiples of 60 make arrivals coincide with ticks; floats make them fall between. Built
+# once: a strategy made inside workloads' loops would be validated anew at every draw (a
+# third of a small example's time)
+SUBMITS = st.one_of(st.integers(0, 40).map(lambda k: 60.0 * k), st.floats(0, 2400, allow_nan=False))
+RUNTIMES = st.one_of(st.integers(1, 40).map(lambda k: 60.0 * k),
+                     st.floats(0.5, 4000, allow_nan=False))
+
+
 @st.composite
 def workloads(draw, max_jobs: int = 8, max_tasks: int = 5):
     rows = []
     for j in range(draw(st.integers(1, max_jobs))):
-        # multiples of 60 make arrivals coincide with ticks; floats make them fall between
-        submit = draw(st.one_of(st.integers(0, 40).map(lambda k: 60.0 * k),
-                                st.floats(0, 2400, allow_nan=False)))
+        submit = draw(SUBMITS)
         cpu, mem = draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS))
         for i in range(draw(st.integers(1, max_tasks))):
-            runtime = draw(st.one_of(st.integers(1, 40).map(lambda k: 60.0 * k),
-                                     st.floats(0.5, 4000, allow_nan=False)))
-            rows.append((j, i, submit, runtime, cpu, mem))
+            rows.append((j, i, submit, draw(RUNTIMES), cpu, mem))
     return make_trace(rows)
 
 

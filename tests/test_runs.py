@@ -27,6 +27,7 @@ def _without_wall(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_parallel_compare_equals_serial_in_requested_order(capsys):
     names = list(reversed(scheduler_names()))  # not the registry's order
     argv = ["compare", *SMALL, "--schedulers", ",".join(names), "--json"]
@@ -43,6 +44,7 @@ def _broken_factory():
     raise DecisionError("broken on purpose")
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_a_worker_error_is_one_line(capsys, monkeypatch):
     scheduler_names()  # builtins first: the registry loads them only when it is empty
     monkeypatch.setitem(SCHEDULERS, "broken", SchedulerSpec("broken", _broken_factory, "test"))

@@ -157,6 +157,7 @@ scheduler = ["stratus", "first-fit", "task-per-instance"]
 """
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep mid-run
 def test_a_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
     cfg = _write(tmp_path, KILLABLE)
     res = tmp_path / "res"
@@ -191,6 +192,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
     assert not [p for p in (res / "rows").iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # a pool, then a dask cluster
 def test_local_and_dask_local_give_identical_rows(tmp_path, capsys):
     pytest.importorskip("dask.distributed", reason="the dist extra (dask[distributed]) is "
                                                    "not installed")
@@ -226,14 +228,15 @@ h = [0.1, 1]
 
 
 @pytest.fixture(scope="module")
-def reported(tmp_path_factory):
+def reported(tmp_path_factory, spawner_lock):
     """A finished replay sweep and a waiting sweep in one results directory, reported."""
     tmp = tmp_path_factory.mktemp("report")
     res = tmp / "res"
     for i, text in enumerate((REPORTED, WAITING)):
         cfg = tmp / f"c{i}.toml"
         cfg.write_text(text.format(results=res))
-        assert main(["sweep", str(cfg), "--workers", "2", "--no-progress"]) == 0
+        with spawner_lock():
+            assert main(["sweep", str(cfg), "--workers", "2", "--no-progress"]) == 0
     out = tmp / "report"
     assert main(["report", str(res), "-o", str(out), "--json"]) == 0
     return res, out
@@ -267,6 +270,7 @@ def test_report_of_nothing_is_one_line(tmp_path, capsys):
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # chromium
 def test_report_loads_in_headless_chromium_with_every_figure(reported, tmp_path):
     sync = pytest.importorskip("playwright.sync_api", reason="playwright (the browser extra) "
                                "is not installed").sync_playwright
