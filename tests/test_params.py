@@ -59,6 +59,7 @@ def test_one_set_of_values_has_one_name():
     assert sched.name == spec.name and sched.migrator.threshold == 0.4
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_parameters_change_the_replay_and_travel_to_worker_processes(capsys):
     names = "stratus,stratus?clearing.threshold=0.8&clearing.ticks=0"
     argv = ["compare", "--trace", "synthetic:google?scale=0.05", "--hours", "4",

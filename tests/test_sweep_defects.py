@@ -82,6 +82,7 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # signals worker pools
 def test_sigint_stops_every_long_command_after_a_replay_in_the_same_process(tmp_path):
     """Defect 1 and the acceptance's interrupt item: after a replay has run in the process,
     Ctrl-C (to the whole process group, worker processes included) stops each long
@@ -235,6 +236,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # three sweeps at once
 def test_concurrent_sweeps_share_the_cells_and_none_runs_twice(tmp_path):
     """Defect 3: seven overlapping sweeps on one directory; one aborted naming another's
     temporary file. Now each cell runs once in all, and every sweep ends well."""
@@ -321,6 +323,7 @@ def test_a_damaged_row_is_rerun_by_the_sweep_and_skipped_by_the_report(tmp_path,
 
 
 # --- 5. workers of a killed sweep exit -----------------------------------------------------
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep's pool
 def test_workers_exit_when_a_sweep_is_killed_with_sigkill(tmp_path):
     cfg = _cfg(tmp_path, GRID.replace("scale=0.01", "scale=0.3").replace("hours = 1",
                                                                         "hours = 12"))
@@ -370,6 +373,7 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys, monkeypatch
     assert code == 2 and "cannot reach the Dask scheduler" in err and err.count("\n") == 1
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep's pool
 def test_sigterm_leaves_no_worker_either(tmp_path):
     """Not a reported defect; the same guarantee for a polite kill."""
     cfg = _cfg(tmp_path, GRID.replace("scale=0.01", "scale=0.3").replace("hours = 1",
@@ -386,6 +390,7 @@ def test_sigterm_leaves_no_worker_either(tmp_path):
     assert not [ln for ln in out if ln.split()[0] == str(p.pid)]
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # signals itself on a timer
 def test_ctrl_c_interrupts_a_duckdb_query_at_once():
     """Reading a raw Google 2011 trace: DuckDB noticed SIGINT by itself only 5-7 s into
     the task_events pass, then raised an internal error (exit 70). Now the query stops

@@ -250,6 +250,7 @@ def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
 SEEN: dict = {"codes": [], "errors": set()}
 
 
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # now and then a second sweep
 @settings(max_examples=EXAMPLES, deadline=None,
           derandomize=os.environ.get("STRATUS_FUZZ_RANDOM") != "1",
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
