@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo lint bench clean
+.PHONY: venv test test-fast demo lint bench clean
 
 venv: $(STAMP)
 
@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml
 
 test: venv
 	$(PY) -m pytest -q
+
+# the inner loop: everything but the tests marked slow (golden, chaos, ...); `make test`
+# still runs them all
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow"
 
 # the main job: every scheduler on 3 one-day slices of both workloads, then the report
 # (a rerun skips the finished cells; examples/main-comparison.toml is the paper's scale)

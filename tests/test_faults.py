@@ -51,6 +51,7 @@ def test_every_task_completes_once_under_any_fault_mix(trace, conf, faults, name
     assert (f["crashes"] > 0) <= (faults.crash_per_hour > 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(trace=workloads(max_jobs=8), conf=configs, faults=fault_mixes,
        policy_seed=st.integers(0, 1000))

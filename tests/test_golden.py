@@ -13,7 +13,7 @@ import pytest
 from stratus.app.cli import main
 
 # the integer bound has its own tests (conftest.no_integer_bound)
-pytestmark = pytest.mark.usefixtures("no_integer_bound")
+pytestmark = [pytest.mark.usefixtures("no_integer_bound"), pytest.mark.slow]
 
 GOLDEN = {
     "synthetic:google?scale=0.05": {

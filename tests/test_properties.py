@@ -70,6 +70,7 @@ def test_registered_scheduler_is_deterministic(name, trace, conf):
     assert comparable(a) == comparable(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000))
 def test_chaos_policy_invariants(trace, conf, policy_seed):
@@ -77,6 +78,7 @@ def test_chaos_policy_invariants(trace, conf, policy_seed):
     check_invariants(trace, res)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(trace=workloads(), conf=configs, policy_seed=st.integers(0, 1000))
 def test_chaos_policy_is_deterministic(trace, conf, policy_seed):
