@@ -331,10 +331,12 @@ def test_workers_exit_when_a_sweep_is_killed_with_sigkill(tmp_path):
                           "--workers", "2"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
 
-    def group() -> list[str]:
-        out = subprocess.run(["ps", "-eo", "pid,pgid,args"], capture_output=True,
+    def group() -> list[str]:  # live processes of the sweep's group (a zombie is dead:
+        # where PID 1 does not reap, as in some containers, it stays listed)
+        out = subprocess.run(["ps", "-eo", "pid,pgid,stat,args"], capture_output=True,
                              text=True).stdout.splitlines()[1:]
-        return [ln for ln in out if ln.split()[1] == str(p.pid) and ln.split()[0] != str(p.pid)]
+        return [ln for ln in out if ln.split()[1] == str(p.pid) and ln.split()[0] != str(p.pid)
+                and not ln.split()[2].startswith("Z")]
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len([g for g in group()
@@ -385,9 +387,10 @@ def test_sigterm_leaves_no_worker_either(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=30)
     time.sleep(1.5)
-    out = subprocess.run(["ps", "-eo", "pgid,args"], capture_output=True,
+    out = subprocess.run(["ps", "-eo", "pgid,stat,args"], capture_output=True,
                          text=True).stdout.splitlines()
-    assert not [ln for ln in out if ln.split()[0] == str(p.pid)]
+    assert not [ln for ln in out if ln.split()[0] == str(p.pid)
+                and not ln.split()[1].startswith("Z")]  # a zombie is dead
 
 
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # signals itself on a timer
