@@ -837,8 +837,9 @@ class Engine:
             t, kind, _, a, b = heappop(heap)
             if t > limit:  # the max_hours guard: stop at the limit, not at the next event
                 self.now = limit
-                self._halt(limit, f"stopped at the max-hours guard ({cfg.max_hours:g} h of "
-                                  f"simulated time)")
+                if self.n_done != n:  # all done, only kept-idle instances left: not early
+                    self._halt(limit, f"stopped at the max-hours guard ({cfg.max_hours:g} h "
+                                      f"of simulated time)")
                 break
             self.now = t
             if kind == EV_FINISH:

@@ -251,3 +251,22 @@ def test_bad_config_is_refused():
         with pytest.raises(ConfigError, match="--migration-footprint.*'request' or 'usage:F'"):
             replay(tr, make_scheduler("task-per-instance"), cfg(migration_footprint=bad))
     assert math.isfinite(replay(tr, make_scheduler("first-fit"), cfg())["total_cost_usd"])
+
+
+def test_the_max_hours_guard_after_the_last_task_is_not_an_early_end():
+    """All tasks done, one idle instance kept, the guard's limit before the next tick: the
+    replay ended by itself (a property test found it reported as stopped early)."""
+    from stratus.compose import ComposedScheduler, Part
+
+    class KeepOne(Part):
+        name = "keep-one"
+
+        def scale(self, view, plan, tasks):
+            plan.acquire(M4["m4.large"], list(tasks), keep=True)
+
+    tr = make_trace([(1, 0, 0.0, 100.0, 1.0, 2.0)])
+    sched = ComposedScheduler("k", scaler=KeepOne())
+    # ticks every 300 s; the task ends near 100 s + spin-up; the guard at 0.1 h = 360 s
+    res = replay(tr, sched, cfg(tick_s=300.0, spinup_s=(0.0, 0.0), max_hours=0.1))
+    assert res.summary["tasks_completed"] == 1 and res.summary["tasks_unfinished"] == 0
+    assert res.summary["ended_early"] is None
