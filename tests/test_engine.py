@@ -266,7 +266,8 @@ def test_the_max_hours_guard_after_the_last_task_is_not_an_early_end():
 
     tr = make_trace([(1, 0, 0.0, 100.0, 1.0, 2.0)])
     sched = ComposedScheduler("k", scaler=KeepOne())
-    # ticks every 300 s; the task ends near 100 s + spin-up; the guard at 0.1 h = 360 s
-    res = replay(tr, sched, cfg(tick_s=300.0, spinup_s=(0.0, 0.0), max_hours=0.1))
+    # ticks every 300 s; the task ends at 100 s; the guard at 0.05 h = 180 s, before the
+    # next tick
+    res = replay(tr, sched, cfg(tick_s=300.0, spinup_s=(0.0, 0.0), max_hours=0.05))
     assert res.summary["tasks_completed"] == 1 and res.summary["tasks_unfinished"] == 0
     assert res.summary["ended_early"] is None
