@@ -214,8 +214,8 @@ class Migrator(Protocol):
 class Part:
     """A packer's, scaler's or migrator's optional hooks, as no-ops: ``reset()`` (a new
     replay: forget ids, counts, caches), ``start(view)`` (before the first tick) and
-    ``stats()`` (merged into the summary). Built-in parts derive from it; a part that does
-    not gets the no-ops when it is composed."""
+    ``stats()`` (merged into the summary). A part may derive from it; one that does not,
+    or lacks a hook, gets these no-ops when it is composed."""
 
     def reset(self) -> None:
         pass
@@ -227,9 +227,12 @@ class Part:
         return {}
 
 
+_NO_OPS = Part()
+
+
 def part_hooks(part) -> tuple:
     """``part``'s (reset, start, stats), its own or Part's no-ops: looked up once."""
-    return tuple(getattr(part, h, None) or getattr(Part(), h)
+    return tuple(getattr(part, h, None) or getattr(_NO_OPS, h)
                  for h in ("reset", "start", "stats"))
 
 
