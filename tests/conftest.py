@@ -76,3 +76,29 @@ def one_spawner_at_a_time(spawner_lock):
     """The whole test inside ``spawner_lock``."""
     with spawner_lock():
         yield
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout
+
+
+def main_within(args: list[str], seconds: int) -> int:
+    """``stratus.app.cli.main(args)``, failing the test if it has not ended within
+    ``seconds`` (every run ends: the fuzzes check it)."""
+    import signal
+
+    from stratus.app.cli import main
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(seconds)
+    try:
+        return main(args)
+    except _Timeout:
+        pytest.fail(f"did not end within {seconds} s: {args}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
+from conftest import main_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -283,14 +283,6 @@ def box():
     shutil.rmtree(BOX, ignore_errors=True)
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Timeout
-
-
 def _inputs_intact(box: Path) -> None:
     assert (box / "small.swf").read_bytes() == (FIX / "swf" / "small.swf").read_bytes()
     assert (box / "existing.png").read_bytes() == b"user's"
@@ -302,15 +294,7 @@ def _inputs_intact(box: Path) -> None:
 @given(args=argv())
 def test_every_argument_vector_ends_with_0_or_2_and_no_traceback(box, capsys, args):
     args = [a.replace("{box}", str(box)) for a in args]
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS_PER_RUN)
-    try:
-        code = main(args)
-    except _Timeout:
-        pytest.fail(f"did not end within {SECONDS_PER_RUN} s: {args}")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    code = main_within(args, SECONDS_PER_RUN)
     cap = capsys.readouterr()
     assert code in (0, 2), (args, code, cap.err)
     assert "Traceback" not in cap.err, (args, cap.err)

@@ -9,17 +9,16 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import main_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.app import sweep_store as store
-from stratus.app.cli import main
 
 FIX = Path(__file__).parent / "fixtures"
 EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "60"))
@@ -217,24 +216,8 @@ def box(tmp_path_factory):
     return b
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Timeout
-
-
 def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS_PER_RUN)
-    try:
-        code = main(args)
-    except _Timeout:
-        pytest.fail(f"did not end within {SECONDS_PER_RUN} s: {args}")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    code = main_within(args, SECONDS_PER_RUN)
     out, err = capsys.readouterr()
     assert code in (0, 1, 2), (args, code, err)
     assert "Traceback" not in err, (args, err)
