@@ -8,10 +8,17 @@ STAMP  := $(VENV)/.installed
 
 venv: $(STAMP)
 
+EXTRAS := .[dev,plot,solver,data,ml,dist,browser]
+
+# uv installs the same packages from the same index in half pip's time (docs/decisions.md,
+# "Bootstrap with uv"); bytecode is compiled up front because every test process would
+# otherwise compile pandas again. If uv cannot be had, pip does it all.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,plot,solver,data,ml,dist,browser]'
+	@if $(PY) -m pip install --quiet 'uv>=0.4' && \
+	    $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e '$(EXTRAS)'; then :; \
+	else echo "make: uv failed; installing with pip" >&2; \
+	    $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '$(EXTRAS)'; fi
 	@touch $(STAMP)
 
 test: venv
