@@ -21,13 +21,19 @@ $(STAMP): pyproject.toml
 	    $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '$(EXTRAS)'; fi
 	@touch $(STAMP)
 
+# Bytecode caches on for the suite, whatever the environment says: with
+# PYTHONDONTWRITEBYTECODE set, each xdist worker and each of the ~100 processes the tests
+# start compiled the project and the test modules anew (7 s of collection per worker
+# instead of 3.5 s)
+TESTENV := env -u PYTHONDONTWRITEBYTECODE
+
 test: venv
-	$(PY) -m pytest -q
+	$(TESTENV) $(PY) -m pytest -q
 
 # the inner loop: everything but the tests marked slow (golden, chaos, ...); `make test`
 # still runs them all
 test-fast: venv
-	$(PY) -m pytest -q -m "not slow"
+	$(TESTENV) $(PY) -m pytest -q -m "not slow"
 
 # the main job: every scheduler on 3 one-day slices of both workloads, then the report
 # (a rerun skips the finished cells; examples/main-comparison.toml is the paper's scale)

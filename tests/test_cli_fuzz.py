@@ -1,7 +1,8 @@
 """The CLI under random misuse (issue 9): argument vectors over every subcommand and option,
 with bad numbers (negative, zero, NaN, inf, huge), missing and unreadable files, directories
 given as files and outputs inside inputs. Every run ends within a time bound, exits 0 or 2,
-and never prints a traceback. Bounded: ``FUZZ_EXAMPLES`` vectors (600, about 10 s; STRATUS_FUZZ_RANDOM=1 explores new seeds)."""
+and never prints a traceback. Bounded: ``FUZZ_EXAMPLES`` vectors (300, about 15 s; STRATUS_FUZZ_EXAMPLES sets more,
+STRATUS_FUZZ_RANDOM=1 explores new seeds)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from stratus.app import sweep_store as store
 
 FIX = Path(__file__).parent / "fixtures"
-EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "40"))
 SECONDS_PER_RUN = 30
 
 
