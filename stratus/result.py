@@ -17,7 +17,7 @@ from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 
 if TYPE_CHECKING:
-    from stratus.engine import Engine
+    from stratus.accounting import Snapshot
 
 
 def _r(x: float, nd: int | None = None) -> float | None:
@@ -65,11 +65,17 @@ class ReplayResult:
         return out
 
     @classmethod
-    def build(cls, e: Engine, wall_seconds: float) -> ReplayResult:
+    def build(cls, e, wall_seconds: float) -> ReplayResult:
+        """The result of a finished replay, from the public state of its components:
+        ``e.work`` and ``e.book`` (stratus.taskbook), ``e.cloud`` (stratus.cloud),
+        ``e.acct`` (stratus.accounting, through its snapshot), and the run's ``cfg``,
+        ``trace``, ``scheduler``, ``estimator`` and end time ``now``."""
+        work, book, cloud, acct = e.work, e.book, e.cloud, e.acct
+        acc = acct.snapshot()
         names = e.cfg.catalog.dims  # (cpu, mem), or (cpu, mem, gpu) on a GPU catalog
         dims = len(names)
         instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
-            _instance_table(e.ledger, dims)
+            _instance_table(cloud.ledger, dims)
         total_cost = float(sum(cost_by_type.values()))
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
@@ -77,43 +83,45 @@ class ReplayResult:
         constraining = max((v for v in util.values() if math.isfinite(v)), default=math.nan)
         constraining_dim = max(util, key=lambda d: util[d] if math.isfinite(util[d]) else -1.0)
 
-        job_end = np.asarray(e.job_end, dtype=np.float64)
-        job_lat = job_end - e.job_submit
-        norm_lat = job_lat / np.maximum(e.job_maxrt, 1e-9)
-        jobs = pd.DataFrame({"job_id": e._job_ids, "submit_s": e.job_submit, "end_s": job_end,
-                             "longest_task_s": e.job_maxrt, "normalized_latency": norm_lat})
+        job_end = np.asarray(book.job_end, dtype=np.float64)
+        job_lat = job_end - work.job_submit
+        norm_lat = job_lat / np.maximum(work.job_maxrt, 1e-9)
+        jobs = pd.DataFrame({"job_id": work.job_ids, "submit_s": work.job_submit,
+                             "end_s": job_end, "longest_task_s": work.job_maxrt,
+                             "normalized_latency": norm_lat})
         # lists converted by numpy first: pandas takes its slow path on long Python lists
-        tasks = pd.DataFrame({"first_start_s": np.array(e.first_start, dtype=np.float64),
-                              "finish_s": np.array(e.finish, dtype=np.float64),
-                              "migrations": np.array(e.n_migrations, dtype=np.int64)})
+        tasks = pd.DataFrame({"first_start_s": np.array(book.first_start, dtype=np.float64),
+                              "finish_s": np.array(book.finish, dtype=np.float64),
+                              "migrations": np.array(book.n_migrations, dtype=np.int64)})
 
-        seg_tid = np.asarray(e.seg_tid, dtype=np.int64)
+        seg_tid = np.asarray(acc.seg_tid, dtype=np.int64)
         # from a flat stream of ints: much faster than converting a list of tuples
-        all_reqs = np.fromiter(chain.from_iterable(e._req), np.int64, len(e._req) * dims)
+        all_reqs = np.fromiter(chain.from_iterable(work.req), np.int64, len(work.req) * dims)
         reqs = all_reqs.reshape(-1, dims)[seg_tid] if seg_tid.size else \
             np.zeros((0, dims), dtype=np.int64)
-        seg_start = np.asarray(e.seg_start, dtype=np.float64)
-        seg_end = np.asarray(e.seg_end, dtype=np.float64)
-        t0 = min(e.seg_start, default=0.0)
-        t1 = max(e.seg_end, default=0.0)
-        rho_t, rho = cheapest_unit_prices(e.prices, e.cfg.catalog, e.markets, t0, t1)
+        seg_start = np.asarray(acc.seg_start, dtype=np.float64)
+        seg_end = np.asarray(acc.seg_end, dtype=np.float64)
+        t0 = min(acc.seg_start, default=0.0)
+        t1 = max(acc.seg_end, default=0.0)
+        prices, markets = cloud.prices, cloud.markets
+        rho_t, rho = cheapest_unit_prices(prices, e.cfg.catalog, markets, t0, t1)
         lower = fluid_lower_bound(seg_start, seg_end, reqs, rho_t, rho)
         int_stats: dict = {}
-        lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, e.prices,
-                                                  e.cfg.catalog, e.markets, e.cfg.tick_s,
+        lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, prices,
+                                                  e.cfg.catalog, markets, e.cfg.tick_s,
                                                   rho_t, rho, int_stats)
 
         # resource-time of tasks making progress (run segments), per dimension
         run_len = seg_end - seg_start
         progress = (reqs * run_len[:, None]).sum(axis=0) if seg_tid.size else np.zeros(dims)
-        breakdown = _breakdown(e, provisioned, booting, progress, constraining_dim)
+        breakdown = _breakdown(acc, names, provisioned, booting, progress, constraining_dim)
 
         est = e.estimator
         summary = {
             "scheduler": getattr(e.scheduler, "name", type(e.scheduler).__name__),
             "trace": e.trace.name,
-            "tasks": e.n,
-            "tasks_completed": e.n_done,
+            "tasks": work.n,
+            "tasks_completed": book.n_done,
             "total_cost_usd": _r(total_cost),
             "lower_bound_cost_usd": _r(lower),
             "lower_bound_integer_usd": _r(lower_int),
@@ -121,40 +129,41 @@ class ReplayResult:
             "instance_hours": _r(inst_seconds / 3600.0, 4),
             "utilization": {**{d: _r(v, 4) for d, v in util.items()},
                             "constraining": _r(constraining, 4),
-                            **_progress_utilization(e, provisioned, progress)},
+                            **_progress_utilization(acc, names, provisioned, progress)},
             "constraining_resource": constraining_dim,
             "spinup_share": _r(breakdown["spinup"], 4) if breakdown else None,
             "billed_breakdown": breakdown,
             "latency": {"p50": _r(percentile(norm_lat, 50), 3),
                         "p95": _r(percentile(norm_lat, 95), 3)},
-            "instances_acquired": len(e.ledger),
-            "migrations": e.migrations,
+            "instances_acquired": len(cloud.ledger),
+            "migrations": acc.migrations,
             # Stratus §5.2 side note: migrated tasks move ~1.2 times on average
             "migrations_per_migrated_task": _r(
-                e.migrations / max(1, sum(1 for k in e.n_migrations if k)), 3),
-            "migration_seconds": _r(e.migration_seconds, 3),
-            "migrations_aborted": e.aborted_migrations,
+                acc.migrations / max(1, sum(1 for k in book.n_migrations if k)), 3),
+            "migration_seconds": _r(acc.migration_seconds, 3),
+            "migrations_aborted": acc.migrations_aborted,
             # decided but void before their transfer began (the task ended first, or an end
             # was revoked): why a migrator's own count can exceed ``migrations``
-            "migrations_cancelled": e.cancelled_migrations,
+            "migrations_cancelled": acc.migrations_cancelled,
             "migration_footprint": footprint_name(e.cfg.migration_footprint),
-            "revocations": e.revocations,
-            "tasks_revoked": e.tasks_revoked,
+            "revocations": cloud.revocations,
+            "tasks_revoked": acc.tasks_revoked,
             "cost_by_type": {k: _r(v) for k, v in sorted(cost_by_type.items())},
             "cost_by_market": {k: _r(v) for k, v in sorted(cost_by_market.items())},
             "usage_by_family": usage_by_family(instances, e.cfg.catalog),
-            "jobs": len(e._job_ids),
+            "jobs": len(work.job_ids),
             "market": e.cfg.market,
             "estimator": est.name,
             "seed": e.cfg.seed,
             "tick_s": e.cfg.tick_s,
-            "simulated_hours": _r((e.now - (e._submit_list[0] if e.n else 0.0)) / 3600.0, 4),
+            "simulated_hours": _r((e.now - (work.submit_list[0] if work.n else 0.0)) / 3600.0,
+                                  4),
             "wall_seconds": _r(wall_seconds, 3),
         }
         if lower_int_note:
             summary["lower_bound_integer_note"] = lower_int_note
-        if e.faults is not None:  # only when asked for: a replay without is unchanged
-            summary["faults"] = fault_summary(e)
+        if cloud.faults is not None:  # only when asked for: a replay without is unchanged
+            summary["faults"] = fault_summary(cloud, acc)
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -164,11 +173,12 @@ class ReplayResult:
         if callable(extra):
             summary.update(extra())
         audit = {}
-        if e.holds is not None:
-            audit = {"holds": e.holds, "migrations": e.mig_log,
-                     "segments": list(zip(e.seg_tid, e.seg_iid, e.seg_start, e.seg_end)),
-                     "instances": {i.iid: i for i in e.released}, "req": e._req, "prices": e.prices,
-                     "crashes": e.crash_log}
+        if acct.holds is not None:
+            audit = {"holds": acct.holds, "migrations": acct.mig_log,
+                     "segments": list(zip(acc.seg_tid, acct.seg_iid, acc.seg_start,
+                                          acc.seg_end)),
+                     "instances": {i.iid: i for i in cloud.released}, "req": work.req,
+                     "prices": prices, "crashes": acct.crash_log}
         return cls(summary, instances, tasks, jobs, audit)
 
 
@@ -195,19 +205,19 @@ def usage_by_family(instances: pd.DataFrame, catalog) -> dict:
             for k, f in sorted(out.items())}
 
 
-def fault_summary(e: Engine) -> dict:
+def fault_summary(cloud, acc: Snapshot) -> dict:
     """What the cloud's own faults (stratus.faults) did to a replay: crashes and the work
     they lost (docs/decisions.md defines lost_usd), and requests that could not be filled."""
     return {
-        "spec": e.faults.spec(),
-        "crashes": e.crashes,
-        "tasks_restarted": e.crash_restarts,
-        "lost_task_seconds": _r(e.lost_task_s, 3),
-        "lost_core_seconds": _r(e.lost_core_s, 3),
-        "lost_usd": _r(e.lost_usd),
-        "ice_failures": e.ice_failures,
-        "ice_tasks_returned": e.ice_returned,
-        "ice_types_failed": dict(sorted(_count(n for _, n, _ in e.failed_requests).items())),
+        "spec": cloud.faults.spec(),
+        "crashes": cloud.crashes,
+        "tasks_restarted": acc.crash_restarts,
+        "lost_task_seconds": _r(acc.lost_task_s, 3),
+        "lost_core_seconds": _r(acc.lost_core_s, 3),
+        "lost_usd": _r(acc.lost_usd),
+        "ice_failures": cloud.ice_failures,
+        "ice_tasks_returned": acc.ice_returned,
+        "ice_types_failed": dict(sorted(_count(n for _, n, _ in cloud.failed_requests).items())),
     }
 
 
@@ -293,44 +303,44 @@ def _instance_table(led, dims: int):
     return table, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market
 
 
-def _progress_utilization(e: Engine, provisioned: np.ndarray, progress: np.ndarray) -> dict:
+def _progress_utilization(acc: Snapshot, names, provisioned: np.ndarray,
+                          progress: np.ndarray) -> dict:
     """Progress-based utilization: resource-time of tasks making progress, plus tasks in
     transfer counted once (on their source), over billed resource-time. Unlike the
     allocation figure it does not count a migrating task twice, and a destination's
     reservation is waste. ``progress`` is the largest over dimensions, as ``constraining``."""
     vals = {}
-    for i, d in enumerate(e.cfg.catalog.dims):
-        num = progress[i] + e.transfer_rt[i]
+    for i, d in enumerate(names):
+        num = progress[i] + acc.transfer[i]
         vals[f"progress_{d}"] = num / provisioned[i] if provisioned[i] > 0 else math.nan
     finite = [v for v in vals.values() if math.isfinite(v)]
-    per_inst = e._fullest_rt / provisioned[0] if provisioned[0] > 0 else math.nan
+    per_inst = acc.fullest / provisioned[0] if provisioned[0] > 0 else math.nan
     return {"progress": _r(max(finite), 4) if finite else None,
             **{k: _r(v, 4) for k, v in vals.items()},
             "per_instance_constraining": _r(per_inst, 4)}
 
 
-def _breakdown(e: Engine, provisioned: np.ndarray, booting: np.ndarray, progress: np.ndarray,
-               dim: str) -> dict:
+def _breakdown(acc: Snapshot, names, provisioned: np.ndarray, booting: np.ndarray,
+               progress: np.ndarray, dim: str) -> dict:
     """Where the billed resource-time of the constraining dimension went, as shares that sum
     to 1: tasks making progress; tasks in transfer, on the source and on the destination;
     instances booting (spin-up); and idle capacity on ready instances, by the instance's
-    state at the time (see Engine._touch): on an instance at least half used in some
+    state at the time (see Accounting.touch): on an instance at least half used in some
     dimension, room left in its fullest dimension (fragmentation) or capacity of another
     dimension its tasks' shape leaves unused (shape); on an instance below half in every
     dimension, holding one task or several (tails)."""
-    names = e.cfg.catalog.dims
     i = names.index(dim) if dim in names else 0
     total = provisioned[i]
     if not total > 0:
         return {}
     parts = {
         "progress": progress[i],
-        "transfer_source": e.transfer_rt[i],
-        "transfer_destination": e.transfer_rt[i],
+        "transfer_source": acc.transfer[i],
+        "transfer_destination": acc.transfer[i],
         "spinup": booting[i],
-        "idle_fragmentation": e._idle_frag[i],
-        "idle_shape": e._idle_shape[i],
-        "idle_low_one_task": e._idle_single[i],
-        "idle_low_several_tasks": e._idle_low[i],
+        "idle_fragmentation": acc.idle_fragmentation[i],
+        "idle_shape": acc.idle_shape[i],
+        "idle_low_one_task": acc.idle_low_one_task[i],
+        "idle_low_several_tasks": acc.idle_low_several_tasks[i],
     }
     return {"resource": names[i], **{k: _r(v / total, 4) for k, v in parts.items()}}

@@ -3,101 +3,105 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
+from stratus.cloud import Cloud
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import SPOT
-
-if TYPE_CHECKING:
-    from stratus.engine import Engine
+from stratus.taskbook import TaskBook
 
 
 class ClusterView:
     """What a policy may know: time, pending tasks, live instances with their tasks and
-    runtime estimates, prices. Reading it never changes the simulation."""
+    runtime estimates, prices. Reading it never changes the simulation.
 
-    __slots__ = ("_e",)
+    Built from the components' public state: ``clock`` (with ``now``), the run's ``cfg``
+    (tick, catalog, market, spin-up, readjust), the task book, the cloud, and the
+    migration-time function."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._e = engine
+    __slots__ = ("_clock", "_cfg", "_book", "_cloud", "_migration")
+
+    def __init__(self, clock, cfg, book: TaskBook, cloud: Cloud,
+                 migration: Callable[[Task], float]) -> None:
+        self._clock, self._cfg, self._book, self._cloud = clock, cfg, book, cloud
+        self._migration = migration
 
     # --- time and configuration --------------------------------------------------------
     @property
     def now(self) -> float:
-        return self._e.now
+        return self._clock.now
 
     @property
     def tick_s(self) -> float:
-        return self._e.cfg.tick_s
+        return self._cfg.tick_s
 
     @property
     def catalog(self) -> Catalog:
-        return self._e.cfg.catalog
+        return self._cfg.catalog
 
     @property
     def market(self) -> str:
         """The market elastic acquisitions use by default in this replay."""
-        return self._e.cfg.market
+        return self._cfg.market
 
     @property
     def markets(self) -> tuple[str, ...]:
-        return self._e.markets
+        return self._cloud.markets
 
     @property
     def spinup_s(self) -> tuple[float, float]:
         """Bounds of the instance spin-up delay (uniform), for cost-benefit decisions."""
-        return self._e.cfg.spinup_s
+        return self._cfg.spinup_s
 
     # --- work ------------------------------------------------------------------------------
     @property
     def pending(self) -> tuple[Task, ...]:
         """Tasks waiting for a placement, in arrival order."""
-        return tuple(self._e.pending)
+        return tuple(self._book.pending)
 
     @property
     def instances(self) -> Iterable[Instance]:
         """Live (requested or running) instances, oldest first."""
-        return self._e.alive.values()
+        return self._cloud.alive.values()
 
     def instance(self, iid: int) -> Instance:
-        return self._e.alive[iid]
+        return self._cloud.alive[iid]
 
     def location(self, task: Task) -> Instance | None:
-        return self._e.loc[task.tid]
+        return self._book.loc[task.tid]
 
     def state(self, task: Task) -> int:
-        return self._e.state[task.tid]
+        return self._book.state[task.tid]
 
     def flagged_on(self, job: int) -> set[int] | tuple:
         """Ids of the instances where a flagged (anti-affinity) task of ``job`` holds
         resources now: where another flagged task of the job may not go. Do not mutate."""
-        return self._e.aa_where.get(job, ())
+        return self._book.aa_where.get(job, ())
 
     def is_migrating(self, task: Task) -> bool:
         """True while a migration of the task is in flight or queued for its destination."""
-        return task.tid in self._e.mig_dest
+        return task.tid in self._book.mig_dest
 
     # --- runtimes ----------------------------------------------------------------------------
     def elapsed(self, task: Task) -> float:
         """Seconds of progress the task has made."""
-        e = self._e
+        b = self._book
         tid = task.tid
-        done = e.done[tid]
-        if e.state[tid] == RUNNING:
-            done += e.now - e.run_start[tid]
+        done = b.done[tid]
+        if b.state[tid] == RUNNING:
+            done += self._clock.now - b.run_start[tid]
         return done
 
     def estimate(self, task: Task) -> float:
         """Predicted total runtime from the replay's estimator (made at arrival)."""
-        return self._e.est[task.tid]
+        return self._book.est[task.tid]
 
     def remaining(self, task: Task) -> float:
         """Estimated seconds left (readjusted when overdue, Stratus §3.4)."""
-        e = self._e
-        return remaining_estimate(e.est[task.tid], self.elapsed(task), e.cfg.readjust)
+        return remaining_estimate(self._book.est[task.tid], self.elapsed(task),
+                                  self._cfg.readjust)
 
     def instance_remaining(self, inst: Instance) -> float:
         """Remaining runtime of an instance: its longest task's estimated remaining
@@ -108,9 +112,9 @@ class ClusterView:
         """``instance_remaining`` of each instance, in one tight loop (a packer asks for
         every live instance at every tick): the arithmetic of ``remaining`` per task,
         inlined."""
-        e = self._e
-        now, est, done, state, start = e.now, e.est, e.done, e.state, e.run_start
-        readjust = e.cfg.readjust
+        b = self._book
+        now, est, done, state, start = self._clock.now, b.est, b.done, b.state, b.run_start
+        readjust = self._cfg.readjust
         out = []
         append = out.append
         for inst in instances:
@@ -128,45 +132,45 @@ class ClusterView:
 
     def migration_seconds(self, task: Task) -> float:
         """How long moving this task's memory takes at the configured rate (Stratus §4.1)."""
-        return self._e.migration_duration(task)
+        return self._migration(task)
 
     # --- prices ----------------------------------------------------------------------------------
     def price(self, itype: InstanceType | str, market: str | None = None) -> float:
         """Current $/h of a type in a market (default: the replay's market)."""
         name = itype if isinstance(itype, str) else itype.name
-        return self._e.current_price[(name, market or self._e.cfg.market)]
+        return self._cloud.current_price[(name, market or self._cfg.market)]
 
     def bid(self, itype: InstanceType) -> float:
         """The default spot bid: the type's on-demand price (Stratus §3.3)."""
-        return self._e.default_bid(itype)
+        return self._cloud.default_bid(itype)
 
     def acquirable_types(self, shortages: bool = True) -> list[InstanceType]:
         """Types worth acquiring now in the replay's market: on spot, those whose price is
         not above the bid (a spot instance bid below the price is revoked at once); and,
         unless ``shortages`` is False, not known to be short of capacity now
         (``unavailable_types``)."""
-        e = self._e
-        short = self.unavailable_types() if shortages and e.known_unavailable else ()
-        if e.cfg.market != SPOT:
-            return [t for t in e.cfg.catalog if t.name not in short]
-        cp = e.current_price
-        return [t for t in e.cfg.catalog
-                if cp[(t.name, SPOT)] <= e.default_bid(t) and t.name not in short]
+        cloud, catalog = self._cloud, self._cfg.catalog
+        short = self.unavailable_types() if shortages and cloud.known_unavailable else ()
+        if self._cfg.market != SPOT:
+            return [t for t in catalog if t.name not in short]
+        cp = cloud.current_price
+        return [t for t in catalog
+                if cp[(t.name, SPOT)] <= cloud.default_bid(t) and t.name not in short]
 
     # --- the cloud's own faults (stratus.faults) -------------------------------------------
     def unavailable_types(self) -> frozenset[str]:
         """Names of the types known to be short of capacity now: a request for one failed
         (reported) less than the ice-window ago, so a request for it now would fail too."""
-        e = self._e
-        if not e.known_unavailable:
+        known = self._cloud.known_unavailable
+        if not known:
             return frozenset()
-        now = e.now
-        return frozenset(n for n, until in e.known_unavailable.items() if until > now)
+        now = self._clock.now
+        return frozenset(n for n, until in known.items() if until > now)
 
     def failed_requests(self, since: float = -math.inf) -> list[tuple[float, str, str]]:
         """Requests the provider could not fill, reported at or after ``since``: (time the
         failure was reported, type name, market), oldest first."""
-        out = self._e.failed_requests
+        out = self._cloud.failed_requests
         if since == -math.inf:
             return list(out)
         return [r for r in out if r[0] >= since]

@@ -149,7 +149,7 @@ def test_early_completion_moves_reservations_earlier_only():
     jobs = [(0, 100, 2, 10), (1, 50, 2, 50)]
     wl = wl_of(jobs, P=2)
     sim = simulate(wl, Config(scheme="qops"))
-    assert sim.start[1] == 10.0 and sim.compressions == 1
+    assert sim.start[1] == 10.0 and sim.counts.compressions == 1
 
 
 def test_trace_estimates_need_requested_times():
@@ -262,7 +262,7 @@ def test_deadlines_capacity_and_one_decision_per_job(w, ci):
     sim = simulate(wl, cfg)
     out = run(wl, cfg)
     n = len(wl)
-    assert sim.decided == n and len(sim.accepted) + sim.rejected == n
+    assert sim.counts.decided == n and len(sim.accepted) + sim.counts.rejected == n
     assert len(set(sim.accepted)) == len(sim.accepted)
     assert not sim.queue and not sim.running  # everything admitted ran to completion
     acc = set(sim.accepted)

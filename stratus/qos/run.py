@@ -101,12 +101,12 @@ def run(wl: Workload, cfg: Config) -> Outcome:
         "revenue_normal": float(val[~urg].sum()),
         "max_revenue": float(np.sum(wl.vmax)),
         "deadline_violations": violations,
-        "max_processors_used": sim.max_used,
+        "max_processors_used": sim.counts.max_used,
         "overrun_killed": wl.info["overrun_killed"],
         "overrun_extended": wl.info["overrun_extended"],
         "dropped_oversize": wl.info["dropped_oversize"],
         "duplicates": wl.info["duplicates"],
-        "compressions": sim.compressions,
+        "compressions": sim.counts.compressions,
         "qops_k": cfg.K,
         "oc_tie": cfg.oc_tie,
         "selection": "first feasible candidate in probe order" if cfg.scheme == "qops"
@@ -125,7 +125,7 @@ def run(wl: Workload, cfg: Config) -> Outcome:
             "window_trajectory": [[_r(t, 3), w] for t, w in sim.w_traj],
             "oc_var_avg": _r(oc_var_avg(sim.oc_traj[1:]), 9),  # choices, not the initial f
             "load_var": _r(load_var(wl, cfg.w_init_h), 9) if cfg.window == "fixed" else None,
-            "whatifs": sim.whatifs, "window_replays": sim.replays,
+            "whatifs": sim.counts.whatifs, "window_replays": sim.counts.replays,
         })
     jobs = {"job": list(range(n)), "job_id": wl.job_id, "copy": wl.copy, "submit_s": wl.submit,
             "procs": wl.procs, "runtime_s": wl.rt, "estimate_s": wl.est,

@@ -54,6 +54,19 @@ def accept_gain(gain: float, price: float, tie: str) -> bool:
     return gain - price > tol if tie == "reject" else gain - price >= -tol
 
 
+@dataclass(slots=True)
+class Counts:
+    """What a run of ``Sim`` counted: arrivals decided and rejected, the most processors in
+    use at once, queue compressions, what-if simulations and window replays."""
+
+    decided: int = 0
+    rejected: int = 0
+    max_used: int = 0
+    compressions: int = 0
+    whatifs: int = 0
+    replays: int = 0
+
+
 class Sim:
     """The machine, the schedule and the admission rule. ``whatif``: runtimes are the
     estimates (001 §4.3.1 simulates with what the scheduler knows)."""
@@ -70,15 +83,10 @@ class Sim:
         self.queue: list[int] = []
         self.start: dict[int, float] = {}  # reservation, then actual start
         self.accepted: list[int] = []
-        self.rejected = 0
-        self.decided = 0
-        self.max_used = 0
         self.used = 0
-        self.compressions = 0
+        self.counts = Counts()
         self.oc_traj: list[tuple[float, float]] = []
         self.w_traj: list[tuple[float, float]] = []
-        self.whatifs = 0
-        self.replays = 0
         self.dv = cfg.scheme == "dvqops"
         self.snaps: deque[tuple[int, Snapshot]] = deque()
         self.keep = self.dv if keep_snapshots is None else keep_snapshots
@@ -152,7 +160,7 @@ class Sim:
         self.used += p
         if self.used > self.P:  # impossible by construction: the profile holds it
             raise AssertionError(f"capacity exceeded at t={t}: {self.used} > {self.P}")
-        self.max_used = max(self.max_used, self.used)
+        self.counts.max_used = max(self.counts.max_used, self.used)
         self.running[q] = (t + wl.est[q], p)
         heapq.heappush(self.heap, (t + (wl.est[q] if self.whatif else wl.rt[q]), q))
 
@@ -170,7 +178,7 @@ class Sim:
             if st > old:  # cannot happen: its own old slot is still free
                 raise AssertionError(f"compression moved job {q} later")
             if st < old:
-                self.compressions += 1
+                self.counts.compressions += 1
             start[q] = st
             reserve(ts, fr, st, e, p)
 
@@ -187,11 +195,11 @@ class Sim:
         if self.keep:
             self._keep_snapshot(n)
         ok = self._decide(n)
-        self.decided += 1
+        self.counts.decided += 1
         if ok:
             self.accepted.append(n)
         else:
-            self.rejected += 1
+            self.counts.rejected += 1
         return ok
 
     def _decide(self, n: int) -> bool:
@@ -286,7 +294,7 @@ class Sim:
             snap = found[1] if found is not None else None
         cfg = Config(scheme="vqops", oc=f, K=self.cfg.K, oc_tie=self.cfg.oc_tie)
         sim = Sim(self.wl, cfg, whatif=True, snapshot=snap)
-        self.whatifs += 1
+        self.counts.whatifs += 1
         return sim.replay_range(ia, ib)
 
     def replay_range(self, ia: int, ib: int) -> float:
@@ -338,7 +346,7 @@ class Sim:
                              whatif_start=cfg.whatif_start)
                 sim = Sim(self.wl, sub, whatif=True, snapshot=snap, origin=start)
                 r = sim.replay_range(ia, ib)
-                self.whatifs += sim.whatifs
+                self.counts.whatifs += sim.counts.whatifs
             else:  # tiling: each W-long tile by the best static f for that tile
                 r = 0.0
                 t = start
@@ -347,7 +355,7 @@ class Sim:
                     vals = [v for v in vals if v is not None]
                     r += max(vals) if vals else 0.0
                     t += w * HOUR
-            self.replays += 1
+            self.counts.replays += 1
             scores.append((w, r))
         top = max(r for _, r in scores)
         best = max(w for w, r in scores if r >= top - 1e-12 * max(1.0, abs(top)))

@@ -1,0 +1,179 @@
+"""The simulated cloud: instances from request to release, markets and prices, per-second
+billing, spot revocations, and the cloud's own faults (crashes, insufficient capacity).
+It schedules its events on the kernel; what happens to the tasks on an instance is the
+engine's business."""
+
+from __future__ import annotations
+
+import math
+from itertools import count
+
+import numpy as np
+
+from stratus.events import EV_CRASH, EV_ICE, EV_PRICE, EV_READY, EV_REVOKE
+from stratus.faults import Faults
+from stratus.kernel import Kernel
+from stratus.ledger import Ledger
+from stratus.model import READY, RELEASED, Instance
+from stratus.pricing.catalog import Catalog, InstanceType
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
+
+SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
+
+
+class Cloud:
+    """Live instances (``alive``, oldest first), current prices, released instances as
+    ledger rows, and the faults' state. Random streams: spin-up delays from ``seed``; the
+    faults their own, so that a replay without faults draws exactly what it drew before
+    they existed."""
+
+    def __init__(self, kernel: Kernel, catalog: Catalog, prices: PriceBook,
+                 markets: tuple[str, ...], spinup_s: tuple[float, float], seed: int,
+                 faults: Faults | None, record: bool) -> None:
+        self.kernel = kernel
+        self.catalog = catalog
+        self.prices = prices
+        self.markets = markets
+        self.spinup_s = spinup_s
+        self.alive: dict[int, Instance] = {}
+        self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
+        self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
+        self.released: list[Instance] | None = [] if record else None  # the objects too
+        self.current_price: dict[tuple[str, str], float] = {}
+        self.price_events = 0  # price changes on the heap: none left, prices are final
+        self.revocations = 0
+        self._iid = count()
+        self._rng = np.random.default_rng([seed, 0xC10D])
+        self._spin: list[float] = []
+        self.faults = faults
+        self._frng = np.random.default_rng([seed, 0xFA175]) if faults is not None else None
+        self.crash_mean_s = (3600.0 / faults.crash_per_hour
+                             if faults is not None and faults.crash_per_hour > 0 else 0.0)
+        self.crashes = 0
+        self.ice_failures = 0
+        self.failed_requests: list[tuple[float, str, str]] = []  # (reported at, type, market)
+        self._short_until: dict[str, float] = {}  # type -> its shortage ends (requests fail)
+        self.known_unavailable: dict[str, float] = {}  # type -> until when policies know it
+        self._ice_end: dict[int, float] = {}  # failed request -> end of its type's shortage
+
+    # --- prices ----------------------------------------------------------------------------
+    def default_bid(self, itype: InstanceType) -> float:
+        """The spot bid when a policy names none: the on-demand price (Stratus §3.3)."""
+        return self.current_price.get((itype.name, ON_DEMAND), itype.ondemand_hourly)
+
+    def open_prices(self, t: float) -> None:
+        """Prices at ``t`` for every type and market the book has, and their next changes."""
+        for itype in self.catalog:
+            for market in self.prices.markets():
+                if self.prices.has(itype.name, market):
+                    self._price_at((itype.name, market), t)
+
+    def _price_at(self, key: tuple[str, str], t: float) -> float:
+        price = self.current_price[key] = self.prices.price(key[0], key[1], t)
+        nxt = self.prices.next_change(key[0], key[1], t)
+        if nxt < math.inf:
+            self.kernel.schedule(nxt, EV_PRICE, key)
+            self.price_events += 1
+        return price
+
+    def on_price(self, key: tuple[str, str], t: float) -> None:
+        """A price changes: spot instances bid below it get the two-minute warning."""
+        self.price_events -= 1
+        price = self._price_at(key, t)
+        if key[1] == SPOT:
+            for inst in self._spot_live.get(key[0], {}).values():
+                if inst.revoke_at is None and price > inst.bid:
+                    self._warn(inst, t)
+
+    def _warn(self, inst: Instance, t: float) -> None:
+        inst.revoke_at = t + SPOT_WARNING_S
+        self.kernel.schedule(inst.revoke_at, EV_REVOKE, inst)
+
+    # --- instances ---------------------------------------------------------------------------
+    def _spinup(self) -> float:
+        lo, hi = self.spinup_s
+        if lo == hi:
+            return lo
+        if not self._spin:
+            self._spin = self._rng.uniform(lo, hi, size=4096).tolist()[::-1]
+        return self._spin.pop()
+
+    def request(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
+                t: float) -> Instance:
+        """A new instance, requested at ``t``: ready after a spin-up delay, or, when the
+        provider is short of the type, failed (known after the same delay). A spot bid
+        below the current price is revoked two minutes on."""
+        if market == SPOT and bid is None:
+            bid = self.default_bid(itype)
+        inst = Instance(next(self._iid), itype, market, bid, t)
+        inst.keep = inst.was_kept = keep
+        self.alive[inst.iid] = inst
+        delay = self._spinup()
+        if self.faults is not None and self._ice_fails(itype.name, t, delay):
+            inst.failed = True
+            self._ice_end[inst.iid] = self._short_until.get(itype.name, t)
+            self.kernel.schedule(t + delay, EV_ICE, inst)
+        else:
+            if market == SPOT:
+                self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
+            self.kernel.schedule(t + delay, EV_READY, inst)
+        if market == SPOT and not inst.failed and self.current_price[(itype.name, SPOT)] > bid:
+            self._warn(inst, t)
+        return inst
+
+    def ready(self, inst: Instance, t: float) -> None:
+        """The instance is up: running, and from now on subject to crashes."""
+        inst.state = READY
+        inst.ready_at = t
+        inst._used_since = t
+        if self.crash_mean_s:  # Poisson crashes from the moment it is up (memoryless)
+            self.kernel.schedule(t + self._frng.exponential(self.crash_mean_s), EV_CRASH,
+                                 inst.iid)
+
+    def release(self, inst: Instance, t: float) -> None:
+        """End the instance at ``t`` and bill it from request to release at its market's
+        prevailing prices, per second (Stratus §4.1). A failed request is not billed."""
+        inst.state = RELEASED
+        inst.released_at = t
+        del self.alive[inst.iid]
+        if inst.failed:  # a request the provider could not fill: nothing to bill or record
+            self._ice_end.pop(inst.iid, None)
+            return
+        inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)
+        if inst.market == SPOT:
+            del self._spot_live[inst.itype.name][inst.iid]
+        self.ledger.add(inst)
+        if self.released is not None:  # the audit checks every instance object
+            self.released.append(inst)
+
+    # --- faults (stratus.faults) ---------------------------------------------------------
+    def _ice_fails(self, name: str, t: float, delay: float) -> bool:
+        """Whether a request for type ``name`` made at ``t`` fails (insufficient capacity),
+        its failure reported ``delay`` seconds later. A fresh failure starts a shortage of
+        the type that lasts until ice-window seconds after it is reported."""
+        f = self.faults
+        if self._short_until.get(name, -math.inf) > t:
+            return True
+        if f.ice_prob > 0 and self._frng.random() < f.ice_prob:
+            if f.ice_window_s:
+                self._short_until[name] = t + delay + f.ice_window_s
+            return True
+        return False
+
+    def request_failed(self, inst: Instance, t: float) -> None:
+        """A failed request is reported at ``t``: with an ice-window, its type is known
+        unavailable until the shortage it belongs to ends."""
+        name = inst.itype.name
+        self.ice_failures += 1
+        self.failed_requests.append((t, name, inst.market))
+        end = self._ice_end.pop(inst.iid, t)
+        if end > t:
+            self.known_unavailable[name] = max(self.known_unavailable.get(name, -math.inf), end)
+
+    def shortage_forever(self) -> bool:
+        """Every request fails (ice:1) and every live instance is a failed request."""
+        return (self.faults is not None and self.faults.ice_prob >= 1 and self.ice_failures > 0
+                and all(i.failed for i in self.alive.values()))
+
+
+__all__ = ["SPOT_WARNING_S", "Cloud"]

@@ -1,0 +1,11 @@
+"""The replay's event kinds, numbered in their processing order at equal timestamps:
+price change, task finish, migration done, revocation, crash (an instance lost to the
+cloud's own fault, stratus.faults), insufficient capacity (a request the provider cannot
+fill), instance ready, scheduling tick. A crash or a failed request is thus seen by a tick
+at the same instant, and a task that finishes at a tick frees its room for that tick."""
+
+EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_CRASH, EV_ICE, EV_READY, EV_TICK = range(8)
+KINDS = ("price", "finish", "migrated", "revoke", "crash", "ice", "ready", "tick")
+
+__all__ = ["EV_CRASH", "EV_FINISH", "EV_ICE", "EV_MIGRATED", "EV_PRICE", "EV_READY",
+           "EV_REVOKE", "EV_TICK", "KINDS"]

@@ -1,0 +1,137 @@
+"""The task book: a replay's tasks as per-task arrays indexed by task id (the trace's row),
+their states and where they are. ``Workload`` holds what the trace says and never changes;
+``TaskBook`` what happens to each task. The engine moves tasks between states; the cluster
+view and the result read the book's public fields."""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+import numpy as np
+
+from stratus.base.resources import request_units
+from stratus.model import DONE, PENDING, Instance, Task
+from stratus.pricing.catalog import Catalog
+from stratus.traces.schema import Trace, fit_to_catalog, gpu_requests
+
+
+class Workload:
+    """The trace's tasks as columns, in the catalog's resource units, and its jobs.
+
+    Columns read only when a task is made are compact arrays (a Python list holds an
+    object per value: ~30 bytes more a task)."""
+
+    def __init__(self, trace: Trace, catalog: Catalog, anti_affinity: bool) -> None:
+        f = trace.frame
+        self.n = len(trace)
+        self.submit = f["submit_s"].to_numpy(dtype=np.float64)
+        self.submit_list = array("d", self.submit.tobytes())
+        self.runtime = f["runtime_s"].tolist()
+        fit_to_catalog(trace, catalog, drop=False)  # oversized tasks: an error naming rows
+        # the catalog's dimensions (stratus.base.resources): GPUs only when it has a GPU type
+        units = request_units(f["cpu"], f["mem_gib"],
+                              gpu_requests(f) if catalog.has_gpus else None)
+        # tasks of a job share a request: one tuple per distinct request, not per task
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.req = [shared.setdefault(r, r)
+                    for r in zip(*(units[:, d].tolist() for d in range(units.shape[1])))]
+        uniq, job_idx = np.unique(f["job_id"].to_numpy(), return_inverse=True)
+        self.job_ids = uniq
+        self.job_of = array("q", job_idx.astype(np.int64).tobytes())
+        self.task_index = array("q", f["task_id"].to_numpy(dtype=np.int64).tobytes())
+        self.user = f["user"].tolist()
+        self.job_name = f["job_name"].tolist()
+        self.priority = f["priority"].tolist()
+        self.user_est = f["estimate_s"].tolist() if "estimate_s" in f.columns else None
+        # anti-affinity flags (Stratus §4.2 assumption 2), read only when a task is made
+        self.anti_affinity = (f["anti_affinity"].to_numpy(dtype=bool).tolist()
+                              if anti_affinity and "anti_affinity" in f.columns else None)
+        self.job_tasks = np.bincount(job_idx, minlength=len(uniq))
+        self.job_submit = np.full(len(uniq), np.inf)
+        np.minimum.at(self.job_submit, job_idx, self.submit)
+        self.job_maxrt = np.zeros(len(uniq))
+        np.maximum.at(self.job_maxrt, job_idx, f["runtime_s"].to_numpy())
+
+    def make_task(self, tid: int) -> Task:
+        aa = self.anti_affinity
+        return Task(tid, int(self.job_ids[self.job_of[tid]]), self.task_index[tid],
+                    self.submit_list[tid], self.runtime[tid], self.req[tid], self.user[tid],
+                    self.job_name[tid], self.priority[tid],
+                    None if self.user_est is None else self.user_est[tid],
+                    aa is not None and aa[tid])
+
+
+class TaskBook:
+    """Per-task state (``state``, ``loc``, progress, estimates, times), the pending queue,
+    migrations in progress, and per-job progress. Task objects are made as tasks arrive
+    and dropped once they finish."""
+
+    def __init__(self, work: Workload, keep_job_tasks: bool) -> None:
+        n = work.n
+        self.work = work
+        self.tasks: list[Task | None] = [None] * n
+        self.state = [PENDING] * n
+        self.loc: list[Instance | None] = [None] * n
+        self.done = [0.0] * n  # seconds of progress before the current run
+        self.run_start = [math.nan] * n
+        self.epoch = [0] * n  # bumped when a task's queued events become void
+        self.est = [math.nan] * n
+        self.first_start = array("d", [math.nan]) * n  # written once or twice a task
+        self.finish = array("d", [math.nan]) * n
+        self.n_migrations = [0] * n
+        self.mig_dest: dict[int, Instance] = {}  # queued or in-flight migrations
+        self.transfer: dict[int, tuple[float, int]] = {}  # in flight: (planned end, log index)
+        self.pending: list[Task] = []
+        self.next_arrival = 0  # the first task of the trace not yet arrived
+        self.n_done = 0
+        self.job_left = work.job_tasks.tolist()
+        self.job_end = [math.nan] * len(self.job_left)
+        # a job's finished tasks, for an estimator that learns online (None: not kept)
+        self.job_done: dict[int, list[Task]] | None = {} if keep_job_tasks else None
+        # job id -> ids of the instances a flagged task of that job holds resources on:
+        # kept by the engine's hold/unhold, read only for flagged tasks (placements, view)
+        self.aa_where: dict[int, set[int]] = {}
+
+    def arrive(self, t: float, estimator) -> None:
+        """Tasks submitted up to ``t`` become pending, with their runtime estimates."""
+        i = self.next_arrival
+        j = int(np.searchsorted(self.work.submit, t, side="right"))
+        if j > i:
+            make = self.work.make_task
+            new = [make(tid) for tid in range(i, j)]
+            for task in new:
+                self.tasks[task.tid] = task
+            for task, e in zip(new, estimator.predict(new)):
+                self.est[task.tid] = e
+            self.pending.extend(new)
+            self.next_arrival = j
+
+    @property
+    def all_arrived(self) -> bool:
+        return self.next_arrival >= self.work.n
+
+    def known(self, task: Task) -> bool:
+        """Whether ``task`` is this replay's object for its id (a finished task's object is
+        dropped; its state still says it is done)."""
+        tid = getattr(task, "tid", -1)
+        if not 0 <= tid < self.work.n:
+            return False
+        known = self.tasks[tid]
+        return known is task or (known is None and self.state[tid] == DONE)
+
+    def job_finished(self, tid: int, task: Task, t: float) -> list[Task] | None:
+        """Count a finished task against its job; the job's tasks when it was the last one
+        and they are kept (else None)."""
+        j = self.work.job_of[tid]
+        self.job_left[j] -= 1
+        if self.job_done is not None:
+            self.job_done.setdefault(j, []).append(task)
+        if self.job_left[j] == 0:
+            self.job_end[j] = t
+            if self.job_done is not None:
+                return self.job_done.pop(j)
+        return None
+
+
+__all__ = ["TaskBook", "Workload"]
