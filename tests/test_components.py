@@ -260,3 +260,24 @@ def test_a_release_of_an_empty_instance_and_a_keep_flag_reach_the_cloud():
     ap.apply(Decisions(keep={inst.iid: False}))
     assert inst.state == RELEASED and ("release", inst.iid) in act.calls
     assert book.state == [PENDING] * 3
+
+
+# --- the result reads public state only ----------------------------------------------------
+def test_the_result_and_the_view_read_no_private_attribute_of_another_object():
+    """ReplayResult.build and ClusterView read the components' public fields (issue 21): no
+    ``x._name`` where x is not the object itself (``self``/``cls``). Instance's own
+    bookkeeping (``inst._tasks``) is the model's, read where the model documents it."""
+    import ast
+    from pathlib import Path
+
+    import stratus.result
+    import stratus.view
+
+    allowed = {"_tasks"}  # Instance.tasks' backing dict (stratus/model.py), for speed
+    for mod in (stratus.result, stratus.view):
+        tree = ast.parse(Path(mod.__file__).read_text())
+        bad = [f"{mod.__name__}:{n.lineno}: .{n.attr}" for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and n.attr.startswith("_")
+               and not n.attr.startswith("__") and n.attr not in allowed
+               and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))]
+        assert not bad, bad
