@@ -77,10 +77,16 @@ def cell_spec(command: str, trace: dict, options: dict,
             values[k] = v
         else:
             other[k] = v
-    if other:  # not the command's: an option of the cell's scheduler (scloud's pack), if it has it
-        declared = _scheduler_options(str(values.get("scheduler", "stratus")), label)
+    if other:  # not the command's: an option of the cell's scheduler (scloud's pack)
+        sched = str(values.get("scheduler", "stratus"))
+        declared = _scheduler_options(sched, label)
         for k, v in other.items():
-            (params if k in declared else values)[k] = v
+            if k not in declared:
+                raise ConfigError(
+                    f"{label(k)}: not an option of {command} nor of scheduler {sched} (its "
+                    f"options: {', '.join(declared) or 'none'}; {command}'s: "
+                    f"{', '.join(sorted(fields))})")
+            params[k] = v
     if params:
         base, q, query = str(values.get("scheduler", "stratus")).partition("?")
         text = "&".join([query] * bool(q) + [f"{k}={_param_text(v)}" for k, v in params.items()])
