@@ -92,7 +92,14 @@ def parse(text: str, where: str) -> dict[str, str]:
     return out
 
 
+def text(v) -> str:
+    """A value as a name writes it: true/false, a number as Python writes it, a word as is."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v if isinstance(v, str) else repr(v)
+
+
 def canonical(params: dict) -> str:
-    """One text for one set of values (sorted, numbers as Python writes them)."""
-    return "&".join(f"{k}={'true' if v is True else 'false' if v is False else v!r}"
-                    if not isinstance(v, str) else f"{k}={v}" for k, v in sorted(params.items()))
+    """One text for one set of values (sorted, numbers as Python writes them), which
+    ``parse`` and ``coerce`` read back as the same values."""
+    return "&".join(f"{k}={text(v)}" for k, v in sorted(params.items()))

@@ -69,8 +69,11 @@ def catalog_doc(cat, types: bool) -> dict:
 
 
 def schedulers() -> list[dict]:
-    """Every registered scheduler and cost model: name, description, estimator, kind, and
-    its parts' parameters with their defaults (``NAME?KEY.NAME=VALUE`` sets them)."""
+    """Every registered scheduler and cost model: name, description, estimator, kind; its
+    factory's options with this name's values (``NAME?OPTION=VALUE`` sets them; ``choices``:
+    the words a word option takes), ``alias_of`` (the scheduler an alias is with its options
+    set, else None), and its parts' parameters with their defaults
+    (``NAME?KEY.NAME=VALUE`` sets them)."""
     from stratus.app.registry import all_names, get_spec
 
     out = []
@@ -80,7 +83,10 @@ def schedulers() -> list[dict]:
             sched = s.factory()
             params = sched.get_params() if hasattr(sched, "get_params") else {}
         out.append({"name": s.name, "description": s.description, "estimator": s.estimator,
-                    "kind": s.kind, "params": params})
+                    "kind": s.kind,
+                    "options": {k: s.preset.get(k, o.default) for k, o in s.options.items()},
+                    "choices": {k: list(o.choices) for k, o in s.options.items() if o.choices},
+                    "alias_of": s.base, "params": params})
     return out
 
 

@@ -1,8 +1,12 @@
-"""The registered compositions (Stratus §4.3 baselines, Stratus and its ablations)."""
+"""The registered compositions (Stratus §4.3 baselines, Stratus and its ablations). A
+factory's keyword arguments are its options (``stratus?clearing=false``); the ablations are
+aliases, registered names for a factory with options set (stratus.app.schedulers)."""
 
 from __future__ import annotations
 
-from stratus.app.schedulers import register
+from typing import Literal
+
+from stratus.app.schedulers import alias, register
 from stratus.compose import ComposedScheduler
 from stratus.scalers.task_per_instance import CheapestPerTask
 
@@ -21,31 +25,28 @@ def first_fit() -> ComposedScheduler:
     return ComposedScheduler("first-fit", scaler=CheapestPerTask(), packer=FirstFit())
 
 
-def _stratus(name: str, clearing: bool) -> ComposedScheduler:
+@register("stratus", "Stratus (SoCC'18): runtime binning, cost-efficiency scale-out, instance "
+          "clearing; JVuPredict-like history estimates", estimator="history")
+def stratus(clearing: bool = True,
+            scaleout: Literal["cost-efficiency", "best-fit"] = "cost-efficiency"
+            ) -> ComposedScheduler:
+    """Stratus (§3); ``clearing``: instance clearing (§3.4); ``scaleout``: the
+    cost-efficiency scaler (§3.3) or the best-fitting type per new task (§5.1 ablation)."""
     from stratus.packers.binning import RuntimeBinPacker
     from stratus.scalers.clearing import InstanceClearing
     from stratus.scalers.cost_efficiency import CostEfficiencyScaler
+    from stratus.scalers.per_task import BestFit, PerTaskScaler
 
     packer = RuntimeBinPacker()
-    return ComposedScheduler(name, scaler=CostEfficiencyScaler(), packer=packer,
+    scaler = CostEfficiencyScaler() if scaleout == "cost-efficiency" else PerTaskScaler(BestFit())
+    return ComposedScheduler("stratus", scaler=scaler, packer=packer,
                              migrator=InstanceClearing(packer) if clearing else None)
 
 
-@register("stratus", "Stratus (SoCC'18): runtime binning, cost-efficiency scale-out, instance "
-          "clearing; JVuPredict-like history estimates", estimator="history")
-def stratus() -> ComposedScheduler:
-    return _stratus("stratus", clearing=True)
-
-
-@register("stratus-noclear", "Stratus without instance clearing (§5.2 side note, §5.4.2)",
-          estimator="history")
-def stratus_noclear() -> ComposedScheduler:
-    return _stratus("stratus-noclear", clearing=False)
-
-
-@register("stratus-oracle", "Stratus with perfect runtime knowledge (§5.4.1)", estimator="oracle")
-def stratus_oracle() -> ComposedScheduler:
-    return _stratus("stratus-oracle", clearing=True)
+alias("stratus-noclear", "stratus", "Stratus without instance clearing (§5.2 side note, "
+      "§5.4.2)", {"clearing": False})
+alias("stratus-oracle", "stratus", "Stratus with perfect runtime knowledge (§5.4.1)",
+      estimator="oracle")
 
 
 # --- HSpot, SCloud and the Fig. 6 ablation chain (Stratus §4.3, §5.2) -------------------------
@@ -62,9 +63,13 @@ def hotspot() -> ComposedScheduler:
                              migrator=PriceHopping(bid_factor=HOTSPOT_BID_FACTOR))
 
 
-def _scloud(name: str, pack: bool = False, scale: bool = False,
-            clear: bool = False) -> ComposedScheduler:
-    """SCloud (§4.3) and the §5.2 steps from it towards Stratus (Fig. 6)."""
+@register("scloud", "SCloud (§4.3): SuperCloud-Spot's greedy packing of pending tasks on new "
+          "instances (most-constrained resource, large types), HSpot hopping; perfect runtimes",
+          estimator="oracle")
+def scloud(pack: bool = False, scale: bool = False, clear: bool = False) -> ComposedScheduler:
+    """SCloud (§4.3) and the §5.2 steps from it towards Stratus (Fig. 6): ``pack``, online
+    dot-product packing onto running instances; ``scale``, Stratus's cost-efficiency
+    scale-out; ``clear``, instance clearing (without runtime bins)."""
     from stratus.packers.dot_product import DotProductPacker
     from stratus.scalers.chain import MigratorChain
     from stratus.scalers.clearing import InstanceClearing
@@ -77,65 +82,40 @@ def _scloud(name: str, pack: bool = False, scale: bool = False,
     migrator = PriceHopping(unit="capacity")
     if clear:
         migrator = MigratorChain(migrator, InstanceClearing(packer))
-    return ComposedScheduler(name, scaler=scaler, packer=packer, migrator=migrator)
+    return ComposedScheduler("scloud", scaler=scaler, packer=packer, migrator=migrator)
 
 
-@register("scloud", "SCloud (§4.3): SuperCloud-Spot's greedy packing of pending tasks on new "
-          "instances (most-constrained resource, large types), HSpot hopping; perfect runtimes",
-          estimator="oracle")
-def scloud() -> ComposedScheduler:
-    return _scloud("scloud")
-
-
-@register("scloud+pack", "SCloud + online dot-product vector packing onto running instances "
-          "(§5.2, Fig. 6)", estimator="oracle")
-def scloud_pack() -> ComposedScheduler:
-    return _scloud("scloud+pack", pack=True)
-
-
-@register("scloud+pack+scale", "SCloud + dot-product packing + Stratus's cost-efficiency "
-          "scale-out (§5.2, Fig. 6)", estimator="oracle")
-def scloud_pack_scale() -> ComposedScheduler:
-    return _scloud("scloud+pack+scale", pack=True, scale=True)
-
-
-@register("scloud+pack+scale+clear", "SCloud + dot-product packing + cost-efficiency scale-out "
-          "+ instance clearing without runtime binning, perfect runtimes (§5.2, Fig. 6)",
-          estimator="oracle")
-def scloud_pack_scale_clear() -> ComposedScheduler:
-    return _scloud("scloud+pack+scale+clear", pack=True, scale=True, clear=True)
+alias("scloud+pack", "scloud", "SCloud + online dot-product vector packing onto running "
+      "instances (§5.2, Fig. 6)", {"pack": True})
+alias("scloud+pack+scale", "scloud", "SCloud + dot-product packing + Stratus's cost-efficiency "
+      "scale-out (§5.2, Fig. 6)", {"pack": True, "scale": True})
+alias("scloud+pack+scale+clear", "scloud", "SCloud + dot-product packing + cost-efficiency "
+      "scale-out + instance clearing without runtime binning, perfect runtimes (§5.2, Fig. 6)",
+      {"pack": True, "scale": True, "clear": True})
 
 
 # --- Spot Fleet + ECS (§4.3), Karpenter, Stratus best-fit scale-out (§5.1) -----------------
 
 
-def _fleet(name: str, choice, dim: int) -> ComposedScheduler:
-    from stratus.packers.binpack import Binpack
-    from stratus.scalers.per_task import PerTaskScaler
-
-    return ComposedScheduler(name, scaler=PerTaskScaler(choice, copack=dim), packer=Binpack(dim))
-
-
 @register("fleet", "Spot Fleet lowestPrice acquisition + ECS binpack (CPU) placement (§4.3 Fleet)")
-def fleet() -> ComposedScheduler:
-    from stratus.scalers.per_task import LowestPrice
+def fleet(allocation: Literal["lowest-price", "diversified"] = "lowest-price",
+          binpack: Literal["cpu", "memory"] = "cpu") -> ComposedScheduler:
+    """Spot Fleet + ECS (§4.3): ``allocation``, Spot Fleet's strategy for what fits nowhere
+    (lowestPrice, or diversified: round-robin over the types a task fits); ``binpack``, the
+    resource ECS binpack places on."""
+    from stratus.packers.binpack import Binpack
+    from stratus.scalers.per_task import Diversified, LowestPrice, PerTaskScaler
 
-    return _fleet("fleet", LowestPrice(), 0)
+    choice = LowestPrice() if allocation == "lowest-price" else Diversified()
+    dim = 0 if binpack == "cpu" else 1
+    return ComposedScheduler("fleet", scaler=PerTaskScaler(choice, copack=dim),
+                             packer=Binpack(dim))
 
 
-@register("fleet-mem", "Spot Fleet lowestPrice + ECS binpack on memory (§4.3 Fleet variant)")
-def fleet_mem() -> ComposedScheduler:
-    from stratus.scalers.per_task import LowestPrice
-
-    return _fleet("fleet-mem", LowestPrice(), 1)
-
-
-@register("fleet-diversified",
-          "Spot Fleet diversified acquisition (round-robin over fitting types) + ECS binpack (CPU)")
-def fleet_diversified() -> ComposedScheduler:
-    from stratus.scalers.per_task import Diversified
-
-    return _fleet("fleet-diversified", Diversified(), 0)
+alias("fleet-mem", "fleet", "Spot Fleet lowestPrice + ECS binpack on memory (§4.3 Fleet "
+      "variant)", {"binpack": "memory"})
+alias("fleet-diversified", "fleet", "Spot Fleet diversified acquisition (round-robin over "
+      "fitting types) + ECS binpack (CPU)", {"allocation": "diversified"})
 
 
 @register("karpenter", "Karpenter: batch first-fit-decreasing provisioning on the cheapest "
@@ -149,13 +129,5 @@ def karpenter() -> ComposedScheduler:
                              migrator=KarpenterConsolidation(packer))
 
 
-@register("stratus-bestfit", "Stratus with the best-fitting instance per new task at scale-out "
-          "(§5.1 ablation)", estimator="history")
-def stratus_bestfit() -> ComposedScheduler:
-    from stratus.packers.binning import RuntimeBinPacker
-    from stratus.scalers.clearing import InstanceClearing
-    from stratus.scalers.per_task import BestFit, PerTaskScaler
-
-    packer = RuntimeBinPacker()
-    return ComposedScheduler("stratus-bestfit", scaler=PerTaskScaler(BestFit()), packer=packer,
-                             migrator=InstanceClearing(packer))
+alias("stratus-bestfit", "stratus", "Stratus with the best-fitting instance per new task at "
+      "scale-out (§5.1 ablation)", {"scaleout": "best-fit"})

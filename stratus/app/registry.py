@@ -16,16 +16,21 @@ from stratus.app.schedulers import (
     COST_MODELS,
     POLICY,
     SCHEDULERS,
+    Option,
     SchedulerSpec,
+    WithParams,
+    alias,
+    check_options,
     register,
 )
 from stratus.base.errors import ConfigError
 from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator
 
 ENTRY_POINT_GROUP = "stratus.schedulers"
-__all__ = ["COST_MODEL", "COST_MODELS", "ENTRY_POINT_GROUP", "POLICY", "SCHEDULERS",
-           "SchedulerSpec", "all_names", "get_spec", "make_estimator", "make_scheduler",
-           "register", "register_estimator", "scheduler_names"]
+__all__ = ["COST_MODEL", "COST_MODELS", "ENTRY_POINT_GROUP", "POLICY", "SCHEDULERS", "Option",
+           "SchedulerSpec", "WithParams", "alias", "all_names", "get_spec", "make_estimator",
+           "make_scheduler", "register", "register_estimator", "scheduler_names",
+           "scheduler_options"]
 
 
 _loaded = False
@@ -71,9 +76,13 @@ def all_names() -> list[str]:
 
 
 def get_spec(name: str) -> SchedulerSpec:
-    """The scheduler ``name``: a registered one, or ``NAME?KEY.NAME=VALUE&...`` with its
-    parts' parameters set (``stratus?clearing.threshold=0.4``), checked now; its name is
-    then the canonical text of those values."""
+    """The scheduler ``name``: a registered one, or ``NAME?KEY=VALUE&...`` with some of its
+    factory's options (keys without a dot, ``scloud?pack=true``) and its parts' parameters
+    (``KEY.NAME``, ``stratus?clearing.threshold=0.4``) set, checked now. An alias's options
+    are its preset, which a query's override. The result is named canonically: the
+    registered name nearest its options (``scloud?pack=true`` is ``scloud+pack``), then the
+    options that differ from that name's, then the parameters that differ from their
+    defaults, each sorted."""
     _load()
     base, q, query = name.partition("?")
     spec = SCHEDULERS.get(base) or COST_MODELS.get(base)
@@ -83,35 +92,56 @@ def get_spec(name: str) -> SchedulerSpec:
         return spec
     from stratus import params as P
 
-    given = P.parse(query, f"scheduler {name}")
+    where = f"scheduler {name}"
+    given = P.parse(query, where)
     if spec.kind != POLICY:
-        raise ConfigError(f"scheduler {name}: {base} is a cost model and takes no parameters")
-    probe = spec.factory()
-    if not hasattr(probe, "set_params"):
-        raise ConfigError(f"scheduler {name}: {base} takes no parameters (it is not composed "
-                          f"of parts)")
-    default = probe.get_params()
-    probe.set_params(**given)
-    # a value equal to the default is no change: ``stratus?clearing.threshold=0.5`` is stratus
-    typed = {k: v for k, v in probe.get_params().items() if k in given and v != default[k]}
-    if not typed:
-        return spec
-    full = f"{base}?{P.canonical(typed)}"
-    return SchedulerSpec(full, WithParams(spec.factory, full, typed), spec.description,
-                         spec.estimator, spec.kind)
+        raise ConfigError(f"{where}: {base} is a cost model and takes no parameters")
+    root = SCHEDULERS[spec.base] if spec.base else spec
+    options = {**spec.preset, **check_options(
+        root, {k: v for k, v in given.items() if "." not in k}, where)}
+    options = {k: v for k, v in options.items() if v != root.options[k].default}
+    params = {k: v for k, v in given.items() if "." in k}
+    typed: dict = {}
+    probe = root.factory(**options)  # a factory may refuse a combination of options
+    if params:
+        if not hasattr(probe, "set_params"):
+            raise ConfigError(f"{where}: {base} takes no parameters (it is not composed of "
+                              f"parts)")
+        probe.name = base
+        default = probe.get_params()
+        probe.set_params(**params)
+        # a value equal to the default is no change: ``stratus?clearing.threshold=0.5`` is
+        # stratus
+        typed = {k: v for k, v in probe.get_params().items() if k in params and v != default[k]}
+    near = _nearest(root, spec.estimator, options)
+    differ = {k: options.get(k, root.options[k].default)
+              for k in {*options, *near.preset}
+              if options.get(k, root.options[k].default) !=
+              near.preset.get(k, root.options[k].default)}
+    if not differ and not typed:
+        return near
+    text = "&".join(filter(None, (P.canonical(differ), P.canonical(typed))))
+    full = f"{near.name}?{text}"
+    return SchedulerSpec(full, WithParams(root.factory, full, typed, options), near.description,
+                         near.estimator, near.kind, root.options, root.name, options)
 
 
-class WithParams:
-    """A registered factory, then its scheduler's parameters set and its name made the
-    canonical ``NAME?...`` (a module-level class: worker processes receive it pickled)."""
+def _nearest(root: SchedulerSpec, estimator: str | None, options: dict) -> SchedulerSpec:
+    """Of the names registered for ``root``'s factory with ``estimator``, the one whose
+    options are nearest ``options``: fewest to write, then fewest preset, then the earliest
+    registered (``root`` itself if it has that estimator and nothing is nearer)."""
+    def distance(s: SchedulerSpec) -> tuple[int, int]:
+        keys = {*options, *s.preset}
+        return (sum(options.get(k) != s.preset.get(k) for k in keys), len(s.preset))
 
-    def __init__(self, factory: Callable[[], object], name: str, params: dict) -> None:
-        self.factory, self.name, self.params = factory, name, params
+    same = [s for s in SCHEDULERS.values()
+            if (s.base or s.name) == root.name and s.estimator == estimator]
+    return min(same, key=distance)  # min keeps the first of equals: registration order
 
-    def __call__(self):
-        sched = self.factory().set_params(**self.params)
-        sched.name = self.name
-        return sched
+
+def scheduler_options(name: str) -> dict[str, Option]:
+    """The options the factory of scheduler ``name`` declares."""
+    return get_spec(name).options
 
 
 def make_scheduler(name: str):

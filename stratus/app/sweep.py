@@ -22,6 +22,11 @@ one or more grids whose keys are that command's options; every combination is a 
     [options]                             # the same for every cell
     tick = 60
 
+A replay's key with a dot is a parameter of the cell's scheduler's parts
+(``clearing.threshold``), and a key that is no option of the command but one of the
+scheduler's factory is that option (``pack = [true, false]`` with ``scheduler = "scloud"``):
+both go into the cell's scheduler name, ``scloud?pack=true`` (stratus.app.registry).
+
 Each cell is a spec (stratus.app.spec), built and checked before anything runs; its key is
 the spec's canonical form with the content hash of every file it reads.
 """
@@ -57,24 +62,45 @@ def cell_spec(command: str, trace: dict, options: dict,
               "hours": trace.get("hours"), "start": trace.get("start"),
               "slice": trace.get("slice"), "slices": trace.get("slices"),
               "seed": trace["seed"]}
-    params = {}
+    params, other = {}, {}  # what goes into the scheduler's name; keys to look up there
+    fields = set(SPECS[command].option_names())
     for k, v in options.items():
         if "." in k:  # a part's parameter: clearing.threshold (issue 21)
             params[k] = v
-            continue
-        if k == "h":
+        elif k == "h":
             try:
                 h = S.number("a positive number", 0, above=True)(v)
             except S.Bad as exc:
                 raise ConfigError(f"{label(k)} {exc}") from None
             values["estimator"] = f"noisy:{h:g}"
-        else:
+        elif k in fields or command != "replay":
             values[k] = v
+        else:
+            other[k] = v
+    if other:  # not the command's: an option of the cell's scheduler (scloud's pack)
+        sched = str(values.get("scheduler", "stratus"))
+        declared = _scheduler_options(sched, label)
+        for k, v in other.items():
+            if k not in declared:
+                raise ConfigError(
+                    f"{label(k)}: not an option of {command} nor of scheduler {sched} (its "
+                    f"options: {', '.join(declared) or 'none'}; {command}'s: "
+                    f"{', '.join(sorted(fields))})")
+            params[k] = v
     if params:
         base, q, query = str(values.get("scheduler", "stratus")).partition("?")
         text = "&".join([query] * bool(q) + [f"{k}={_param_text(v)}" for k, v in params.items()])
         values["scheduler"] = f"{base}?{text}"
     return SPECS[command].build(values, label)
+
+
+def _scheduler_options(name, label: Callable[[str], str]) -> dict:
+    from stratus.app.registry import scheduler_options
+
+    try:
+        return scheduler_options(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{label('scheduler')}: {exc}") from None
 
 
 def _param_text(v) -> str:

@@ -40,15 +40,37 @@ def add_parsers(sub) -> None:
 
 
 def cmd_schedulers(args) -> int:
-    from stratus.app.report import table
-
     docs = api.schedulers()
-    return print_doc(docs, args.json, lambda: table(
-        ("name", "kind", "estimator", "description"),
-        [(d["name"], d["kind"], d["estimator"] or "(replay's)", d["description"])
-         for d in docs], align_left=4) + "\n\nparameters (NAME?KEY.NAME=VALUE&...):\n" + "\n".join(
-        f"  {d['name']}: " + ", ".join(f"{k}={v}" for k, v in d["params"].items())
-        for d in docs if d["params"]))
+    return print_doc(docs, args.json, lambda: _schedulers_text(docs))
+
+
+def _schedulers_text(docs: list[dict]) -> str:
+    from stratus.app.report import table
+    from stratus.params import canonical, text
+
+    by = {d["name"]: d for d in docs}
+
+    def alias(d: dict) -> str:
+        base = by[d["alias_of"]]
+        differ = {k: v for k, v in d["options"].items() if v != base["options"][k]}
+        est = f" (estimator {d['estimator']})" if d["estimator"] != base["estimator"] else ""
+        return f"  {d['name']} = {base['name']}" + (f"?{canonical(differ)}" if differ else "") + est
+
+    return "\n".join([
+        table(("name", "kind", "estimator", "description"),
+              [(d["name"], d["kind"], d["estimator"] or "(replay's)", d["description"])
+               for d in docs], align_left=4),
+        "", "options (NAME?OPTION=VALUE&...):",
+        *(f"  {d['name']}: " + ", ".join(
+            f"{k}={text(v)}" + (f" ({'|'.join(d['choices'][k])})" if k in d["choices"] else "")
+            for k, v in d["options"].items())
+          for d in docs if d["options"] and not d["alias_of"]),
+        "", "aliases (a name for a scheduler with options set; a query's options override "
+        "them):",
+        *(alias(d) for d in docs if d["alias_of"]),
+        "", "parameters (NAME?KEY.NAME=VALUE&...):",
+        *(f"  {d['name']}: " + ", ".join(f"{k}={v}" for k, v in d["params"].items())
+          for d in docs if d["params"])])
 
 
 def cmd_catalogs(args) -> int:
