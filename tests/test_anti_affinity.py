@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants
 from stratus.packers.binning import BinIndex
 from stratus.pricing.catalog import M4
 from stratus.traces.schema import Trace, validate_frame
@@ -21,6 +20,7 @@ from stratus.compose import Plan
 from stratus.decisions import Acquire, Migrate, Place
 from stratus.engine import Engine, ReplayConfig, replay
 from stratus.model import READY, Instance
+from tests.helpers.invariants import check_invariants
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

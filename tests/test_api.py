@@ -17,8 +17,8 @@ from stratus.app.cli import build_parser, main
 from stratus.app.cli.common import spec_from
 from stratus.app.sweep import identity, load_config
 from stratus.base.errors import ConfigError
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TRACE = "synthetic:google?scale=0.02&hours=2"
 MMS = "synthetic:mms?hours=2&cpu=1&mem=4"
 NASA = str(ROOT / "tests" / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz")

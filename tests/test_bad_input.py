@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from stratus.app.cli import main
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 SWF = FIX / "swf" / "small.swf"
 
 

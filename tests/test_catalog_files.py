@@ -22,6 +22,7 @@ from stratus.pricing.catalog_files import (
 from stratus.app import sweep_store
 from stratus.app.cli import main
 from stratus.base.errors import ConfigError
+from tests.helpers.paths import ROOT
 
 MY_TOML = """\
 region = "eu-west-1"
@@ -320,9 +321,8 @@ def test_instance_type_refuses_bad_gpus():
 
 
 def test_the_guide_examples_load_and_agree(tmp_path):
-    from pathlib import Path
 
-    part = (Path(__file__).parent.parent / "docs" / "guides" / "own-catalog.md").read_text()
+    part = (ROOT / "docs" / "guides" / "own-catalog.md").read_text()
     toml = part.split("```toml\n", 1)[1].split("```", 1)[0]
     csv = part.split("```csv\n", 1)[1].split("```", 1)[0]
     (tmp_path / "r.toml").write_text(toml)

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from stratus.app.cli import main
+from tests.helpers.paths import DATA, FIXTURES
 
 KEYS = {"scheduler", "trace", "tasks", "tasks_completed", "total_cost_usd", "lower_bound_cost_usd",
         "instance_hours", "utilization", "latency", "instances_acquired", "migrations",
@@ -110,7 +111,7 @@ def test_saves_tables(tmp_path, capsys):
     assert {"type", "cost_usd", "requested_s", "released_s"} <= set(inst.columns)
 
 
-NASA = __import__("pathlib").Path(__file__).parent / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 
 
 def test_describe_the_real_nasa_log(capsys):
@@ -148,7 +149,7 @@ def test_one_malformed_line_is_one_error_naming_it(tmp_path, capsys):
 
 
 def test_convert_google_fixture_then_describe_and_replay(tmp_path, capsys):
-    root = __import__("pathlib").Path(__file__).parent / "fixtures" / "google2011" / "basic"
+    root = FIXTURES / "google2011" / "basic"
     out_pq = tmp_path / "g.parquet"
     code, out, err = run_cli(capsys, "traces", "convert", str(root), "--format", "google2011",
                              "-o", str(out_pq), "--json")

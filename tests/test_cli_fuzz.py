@@ -12,13 +12,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import main_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.app.cli import main
+from tests.helpers.cli import main_within
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 FUZZ_EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "300"))
 SECONDS_PER_RUN = 20
 RANDOM = os.environ.get("STRATUS_FUZZ_RANDOM") == "1"  # explore: a new seed each session

@@ -7,12 +7,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import make_trace
 
 from stratus.base.errors import DecisionError
 from stratus.compose import ComposedScheduler, Part
 from stratus.engine import ReplayConfig, replay
 from stratus.model import Instance, Task, sealed
+from tests.helpers.trace import make_trace
 
 
 def _trace(n: int = 60):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,7 +11,9 @@ from stratus.traces import swf
 from stratus.traces.describe import describe, plot
 from stratus.traces.schema import Trace
 
-HERE = Path(__file__).parent
+from tests.helpers.paths import TESTS
+
+HERE = TESTS
 
 
 def _trace() -> Trace:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import make_trace
 from stratus.pricing.catalog import M4
 
 from stratus.app.registry import make_scheduler
@@ -13,6 +12,7 @@ from stratus.base.errors import ConfigError, DecisionError, TraceError
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
+from tests.helpers.trace import make_trace
 
 
 def cfg(**kw):

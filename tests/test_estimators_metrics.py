@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-from conftest import make_trace
 from hypothesis import given
 from hypothesis import strategies as st
 from stratus.pricing.catalog import M4
@@ -12,6 +11,7 @@ from stratus.engine import ReplayConfig, replay
 from stratus.estimators import NoisyEstimator, OracleEstimator, remaining_estimate
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
 from stratus.model import Task
+from tests.helpers.trace import make_trace
 
 
 def tasks(runtimes):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 import runpy
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
 
 
 def readme_python() -> str:

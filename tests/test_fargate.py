@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_trace
 
 from stratus.app.cli import main
 from stratus.app.registry import all_names, get_spec, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
 from stratus.engine import ReplayConfig
 from stratus.fargate import SIZES, FargateCostModel
+from tests.helpers.trace import make_trace
 
 
 def replay(trace, name, cfg):

@@ -9,18 +9,18 @@ import json
 import math
 
 import pytest
-from chaos import ChaosScheduler
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants, comparable
-from test_properties import configs, workloads
 
 from stratus.app.cli import main
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
 from stratus.engine import Engine, ReplayConfig
 from stratus.faults import Faults, parse_faults
+from tests.helpers.chaos import ChaosScheduler
+from tests.helpers.invariants import check_invariants, comparable
+from tests.helpers.strategies import configs, workloads
+from tests.helpers.trace import make_trace
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

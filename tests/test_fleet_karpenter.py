@@ -4,10 +4,8 @@ and Stratus with best-fit scale-out (§5.1 ablation): the parts that make them."
 from __future__ import annotations
 
 import pytest
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants, comparable
 from stratus.packers.binpack import Binpack, BinpackIndex
 from stratus.pricing.catalog import M4
 from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
@@ -19,6 +17,8 @@ from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.model import READY, Instance, Task
 from stratus.view import ClusterView
+from tests.helpers.invariants import check_invariants, comparable
+from tests.helpers.trace import make_trace
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

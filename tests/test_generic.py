@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stratus.traces import generic
@@ -17,8 +16,10 @@ from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
 
 from stratus.base.errors import ConfigError, TraceError
+from tests.helpers.corrupt import corrupt, ops
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "generic"
+FIX = FIXTURES / "generic"
 SACCT = FIX / "sacct.csv"
 SACCT_MAP = FIX / "sacct_mapping.json"
 TASKS = FIX / "tasks.csv"

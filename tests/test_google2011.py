@@ -23,8 +23,9 @@ from stratus.traces.loaders import convert_file, load_file
 from stratus.traces.schema import REQUIRED, Trace, validate_frame
 
 from stratus.base.errors import ConfigError, TraceError
+from tests.helpers.paths import DATA, FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "google2011" / "basic"
+FIXTURE = FIXTURES / "google2011" / "basic"
 WINDOW = {"window_start_s": "1500", "window_end_s": "20000"}
 R = g.JOB_REASONS
 DEFAULT_DROPS = {R[1]: 1, R[2]: 1, R[3]: 1, R[4]: 1, R[5]: 1, R[6]: 1, R[7]: 1,
@@ -496,7 +497,7 @@ def test_duckdb_draws_no_progress_bar_on_stdout(tmp_path):
 
 # --- the bundled real excerpt (tests/data/google2011-excerpt) ----------------------------
 
-EXCERPT = Path(__file__).parent / "data" / "google2011-excerpt"
+EXCERPT = DATA / "google2011-excerpt"
 # lifecycle rank at one timestamp, as the loader orders events (SUBMIT first, terminals last)
 RANK = {g.SUBMIT: 0, g.UPDATE_PENDING: 1, g.SCHEDULE: 2, g.UPDATE_RUNNING: 3}
 

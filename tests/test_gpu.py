@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants, comparable
 from stratus.packers.binning import RuntimeBinPacker
 from stratus.packers.binpack import Binpack
 from stratus.packers.dot_product import DotIndex
@@ -25,6 +24,7 @@ from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, StratusError, TraceError
 from stratus.base.resources import request_units, to_units
 from stratus.engine import Engine, ReplayConfig
+from tests.helpers.invariants import check_invariants, comparable
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

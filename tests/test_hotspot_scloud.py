@@ -4,7 +4,6 @@ hopping, SuperCloud-Spot's greedy scaler, the dot-product packer."""
 from __future__ import annotations
 
 import pytest
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stratus.packers.dot_product import DotProductPacker, dot_score
@@ -12,12 +11,13 @@ from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 from stratus.scalers.hotspot_migration import PriceHopping, hop_gain
 from stratus.scalers.scloud import GreedyConstrainedScaler, constrained_dim, greedy_fill
-from test_stratus import FakeView, instance, task
 
 from stratus.app.registry import get_spec, make_scheduler
 from stratus.base.resources import to_units
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
+from tests.helpers.trace import make_trace
+from tests.helpers.views import FakeView, instance, task
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
-from test_properties import configs, workloads
 
 import stratus.intbound as ib
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.resources import to_units
 from stratus.engine import Engine, ReplayConfig
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
+from tests.helpers.strategies import configs, workloads
+from tests.helpers.trace import make_trace
 
 pytest.importorskip("ortools")
 

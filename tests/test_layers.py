@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from stratus.app.registry import ENTRY_POINT_GROUP, get_spec, scheduler_names
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 #: folder -> the package it installs as (pyproject.toml's package-dir)
 PACKAGES = {"stratus": "stratus", "pricing": "stratus.pricing", "traces": "stratus.traces",
             "packers": "stratus.packers", "scalers": "stratus.scalers"}

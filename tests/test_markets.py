@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from chaos import ChaosScheduler
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 
 from stratus.app.cli import main
 from stratus.app.registry import make_estimator, make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig, replay
+from tests.helpers.chaos import ChaosScheduler
+from tests.helpers.invariants import check_invariants
+from tests.helpers.trace import make_trace
 
 
 def spot_book(overrides: dict[str, PriceSeries]) -> PriceBook:

@@ -3,13 +3,12 @@ extension in one line before any work (issue 9 leftover: it wrote PNG whatever t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from stratus.app.cli import main
+from tests.helpers.paths import FIXTURES
 
-SWF = Path(__file__).parent / "fixtures" / "swf" / "small.swf"
+SWF = FIXTURES / "swf" / "small.swf"
 MAGIC = {"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}
 
 

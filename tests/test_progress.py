@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import make_trace
 
 from stratus import progress
 from stratus.app.registry import make_scheduler
 from stratus.engine import ReplayConfig, replay
 from stratus.progress import ProgressBar
+from tests.helpers.trace import make_trace
 
 SHOW_CURSOR = "\x1b[?25h"  # rich hides the cursor while a bar is drawn
 

@@ -5,7 +5,6 @@ deadline, processor capacity is never exceeded, every job is decided exactly onc
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from stratus.qos.jobs import Workload, build_workload, value
 from stratus.qos.run import load_var, oc_var_avg, run, simulate
 from stratus.qos.schedule import base_profile, earliest, positions, qops_candidates, reserve
 from stratus.qos.sim import Config, Sim, accept_gain
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 
 
 def wl_of(jobs, P, urgent=None, rate=0.1, C=10.0, slack=5.0):

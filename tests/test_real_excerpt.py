@@ -19,8 +19,8 @@ from stratus.traces.schema import oversized_mask
 
 from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
 from stratus.engine import ReplayConfig, replay
+from tests.helpers.paths import DATA, ROOT
 
-DATA = Path(__file__).parent / "data"
 EXCERPT = DATA / "google2011-excerpt"
 # what make_google2011_excerpt.py selected: jobs whose first job SUBMIT is in [8400, 9600) s
 STRETCH_US = (8400 * 10**6, 9600 * 10**6)
@@ -28,7 +28,7 @@ STRETCH_US = (8400 * 10**6, 9600 * 10**6)
 WINDOW_S = (8400.0, 8400.0 + 2 * 3600.0)
 WINDOW = f"google2011?window_start_s={WINDOW_S[0]:g}&window_hours=2"
 # relative to the project root, so a fresh clone next to ../shared finds it too
-SHARED = Path(__file__).parents[1] / ".." / "shared" / "data"
+SHARED = ROOT / ".." / "shared" / "data"
 GOOGLE = SHARED / "google-2011"
 
 

@@ -10,7 +10,6 @@ from dataclasses import fields, replace
 
 import pandas as pd
 import pytest
-from conftest import make_trace
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 from stratus.traces.synthetic import generate
@@ -18,6 +17,7 @@ from stratus.traces.synthetic import generate
 from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
 from stratus.engine import Engine, ReplayConfig, replay
+from tests.helpers.trace import make_trace
 
 WALL_CLOCK = {"wall_seconds"}  # the only summary keys that are not a function of the replay
 SWING = [0.0, 3600.0, 7200.0, 10800.0]

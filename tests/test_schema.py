@@ -7,13 +7,13 @@ import contextlib
 
 import pandas as pd
 import pytest
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stratus.pricing.catalog import M4
 from stratus.traces.schema import Trace, fit_to_catalog, validate_frame
 
 from stratus.base.errors import TraceError
+from tests.helpers.trace import make_trace
 
 
 def frame(**over):

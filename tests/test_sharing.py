@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,9 @@ from stratus.sharing.analyses import burst_peak, defect, parse_grid, solo, sweep
 from stratus.sharing.chargeback import charges, job_charges, per_user
 from stratus.sharing.cluster import POLICIES, Cluster, Workload, od_core_hour, run, summary
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate
+from tests.helpers.paths import DATA, FIXTURES
 
-NASA = Path(__file__).parent / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 P = 0.048 / 3600.0  # on-demand $ per core-second (m5, 004 §5)
 
 
@@ -273,7 +273,7 @@ def test_nasa_limits():
 
 
 def test_cli_share_commands(capsys, tmp_path):
-    small = str(Path(__file__).parent / "fixtures" / "swf" / "small.swf")
+    small = str(FIXTURES / "swf" / "small.swf")
     for cmd in (["simulate", "--reserved", "4"], ["sweep", "--reserved", "0:8:4"],
                 ["defect", "--reserved", "4", "--thetas", "1,inf"],
                 ["solo", "--reserved", "optimal", "--grid", "0,4", "--ks", "0,2"]):
@@ -305,7 +305,7 @@ def test_cli_share_commands(capsys, tmp_path):
 
 
 def test_cli_share_is_deterministic(capsys):
-    small = str(Path(__file__).parent / "fixtures" / "swf" / "small.swf")
+    small = str(FIXTURES / "swf" / "small.swf")
     outs = []
     for _ in range(2):
         assert main(["share", "defect", "--trace", small, "--reserved", "4", "--json"]) == 0

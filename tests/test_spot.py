@@ -27,8 +27,9 @@ from stratus.pricing.spot import (
 from stratus.pricing.synthetic_spot import default_spot_book
 
 from stratus.base.errors import ConfigError, TraceError
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "spot"
+FIX = FIXTURES / "spot"
 FORMATS = ["history.json", "pages.json", "concatenated.json", "history.csv", "history.tsv.gz",
            "history.txt"]
 ORIGIN = datetime(2017, 6, 5, tzinfo=UTC)

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from corrupt import corrupt, ops
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stratus.pricing.spot import load_spot_history, spot_price_book
 
 from stratus.base.errors import StratusError
+from tests.helpers.corrupt import corrupt, ops
+from tests.helpers.paths import FIXTURES
 
-SPOT = Path(__file__).parent / "fixtures" / "spot"
+SPOT = FIXTURES / "spot"
 FILES = {"history.csv": b",", "history.txt": b"\t", "history.json": b",",
          "concatenated.json": b",", "pages.json": b",", "history.tsv.gz": b"\t"}
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import check_invariants
 from stratus.packers.binning import BinIndex, RuntimeBinPacker, availability, bin_of
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.scalers.cost_efficiency import (
@@ -20,52 +18,12 @@ from stratus.base.resources import to_units
 from stratus.compose import Plan
 from stratus.engine import Engine, ReplayConfig
 from stratus.estimators import Estimator
-from stratus.model import READY, Instance, Task
+from tests.helpers.invariants import check_invariants
+from tests.helpers.trace import make_trace
+from tests.helpers.views import FakeView, instance, task
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
-
-
-# --- a minimal view for driving parts directly ------------------------------------------------
-class FakeView:
-    def __init__(self, instances=(), estimates=None, remaining=None, catalog=M4, prices=None):
-        self._instances = list(instances)
-        self.catalog = catalog
-        self.market = "on-demand"
-        self._est = estimates or {}
-        self._rem = remaining or {}
-        self._prices = prices or {t.name: t.ondemand_hourly for t in catalog}
-
-    @property
-    def instances(self):
-        return self._instances
-
-    def estimate(self, task):
-        return self._est[task.tid]
-
-    def instance_remaining(self, inst):
-        return self._rem[inst.iid]
-
-    def instances_remaining(self, insts):
-        return [self._rem[i.iid] for i in insts]
-
-    def price(self, itype, market=None):
-        return self._prices[itype if isinstance(itype, str) else itype.name]
-
-    def acquirable_types(self):
-        return list(self.catalog)
-
-
-def instance(iid, itype, free=None, ready=True):
-    inst = Instance(iid, itype, "on-demand", None, 0.0)
-    inst.state = READY if ready else 0
-    if free is not None:
-        inst.free = tuple(free)
-    return inst
-
-
-def task(tid, cpu, mem, est=100.0):
-    return Task(tid, tid, 0, 0.0, est, to_units(cpu, mem))
 
 
 # --- §3.3 worked example and bins ---------------------------------------------------------------

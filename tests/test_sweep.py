@@ -17,8 +17,8 @@ import pytest
 
 from stratus.app import sweep_store as store
 from stratus.app.cli import main
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WAITING = """
 command = "waiting"
 results = "{results}"

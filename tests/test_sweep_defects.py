@@ -19,8 +19,7 @@ import pytest
 
 from stratus.app import sweep_store as store
 from stratus.app.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
 
 # a small replay grid: six cells of a few seconds' work in all
 GRID = """

@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import main_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.app import sweep_store as store
+from tests.helpers.cli import main_within
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "40"))
 SECONDS_PER_RUN = 30
 

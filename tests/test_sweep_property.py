@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from stratus.app import sweep_store as store
 from stratus.app.cli import main
 from stratus.app.sweep import identity, load_config
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 CATALOG = "[[types]]\nname = 'm.x'\nvcpu = 64\nmem_gib = 256\nondemand_hourly = {price}\n"
 AXES = {"scheduler": ["first-fit", "task-per-instance", "stratus", "stratus-noclear"],
         "market": ["on-demand", "spot"],

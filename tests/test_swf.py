@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from corrupt import corrupt, ops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stratus.traces import swf
@@ -17,8 +16,10 @@ from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
 
 from stratus.base.errors import ConfigError, TraceError
+from tests.helpers.corrupt import corrupt, ops
+from tests.helpers.paths import TESTS
 
-HERE = Path(__file__).parent
+HERE = TESTS
 SMALL = HERE / "fixtures" / "swf" / "small.swf"
 NASA = HERE / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
 LINE = "{job} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 3 1 2 1 1 -1 -1"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from corrupt import corrupt, ops
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from stratus.traces import umass
@@ -16,8 +15,10 @@ from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
 
 from stratus.base.errors import ConfigError, TraceError
+from tests.helpers.corrupt import corrupt, ops
+from tests.helpers.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "umass"
+FIX = FIXTURES / "umass"
 CSV = FIX / "jobs.csv"
 HEADER = ("userid,wallclock_runtime_sec,wallclock_limit_sec,num_cores,total_MB_req,status,time,"
           "job_id")

@@ -4,7 +4,6 @@ invariants of the general one, agreement with the queueing model, the CLI."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 from stratus.app.cli import main
 from stratus.waiting.analysis import evaluate
 from stratus.waiting.pool import POLICIES, PoolSpec, WaitingPolicy, _general, simulate
+from tests.helpers.paths import ROOT
 
-NASA = Path(__file__).resolve().parents[2] / "shared" / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+NASA = ROOT.parent / "shared" / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
 
 
 def _mms(n, seed, lam=0.2, mu=0.002):
