@@ -95,12 +95,14 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_cli_and_the_api_give_equal_results(capsys, name):
     argv, call = CASES[name]
     assert _strip(_cli(capsys, *argv)) == _strip(_api(call()))
 
 
+@pytest.mark.slow
 def test_sweep_report_and_convert_from_the_cli_and_the_api(tmp_path, capsys):
     cfg = _toml(tmp_path, 'policy = ["njw", "ajw-t"]\nb = 100\nreserved = 2\n'
                           'reserved_cores = 8\nreserved_mem_gb = 32',
@@ -133,6 +135,7 @@ def test_stratus_qos_run_stays_the_api_once_its_simulator_module_is_loaded():
     assert stratus.qos.sweep.__module__ == "stratus.app.api_qos"
 
 
+@pytest.mark.slow
 def test_a_loaded_trace_and_its_spec_replay_alike():
     trace = stratus.load_trace(TRACE, seed=3)
     a = stratus.replay(trace, "stratus-noclear", seed=3, estimator="oracle").summary
@@ -141,6 +144,7 @@ def test_a_loaded_trace_and_its_spec_replay_alike():
     assert {k: a[k] for k in keep} == {k: b[k] for k in keep}
 
 
+@pytest.mark.slow
 def test_compare_has_a_table_and_a_plot():
     import matplotlib
 

@@ -144,6 +144,7 @@ def test_a_synthetic_trace_too_big_for_memory_is_refused_before_generating(capsy
     assert_one_line_error(code, out, err, spec.split("?")[0], needle)
 
 
+@pytest.mark.slow
 def test_spot_prices_always_above_the_bid_end_at_once_with_the_tasks_unfinished(tmp_path,
                                                                                 capsys):
     import time
@@ -162,6 +163,7 @@ def test_spot_prices_always_above_the_bid_end_at_once_with_the_tasks_unfinished(
     assert code == 0 and "tasks unfinished" in table
 
 
+@pytest.mark.slow
 def test_max_hours_guard_stops_a_replay_with_a_result(capsys):
     args = ["replay", "--trace", "synthetic:mms?lam=0.05", "--hours", "4", "--seed", "3",
             "--json", "--max-hours"]
@@ -219,6 +221,7 @@ def test_describe_never_plots_over_its_input(tmp_path, capsys):
     assert t.read_bytes() == SWF.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_plot_replaces_an_existing_file_only_with_force(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     png = tmp_path / "p.png"
@@ -305,6 +308,7 @@ def test_a_directory_given_as_a_file_is_one_line(capsys, tmp_path):
 
 # --- interrupts ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # signals a replay 6 s in
 def test_sigint_during_a_long_replay_exits_130_with_one_line_and_no_output(tmp_path):
     import os

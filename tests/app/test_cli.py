@@ -23,6 +23,7 @@ def run_cli(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_acceptance_replay_json_as_a_real_process():
     exe = shutil.which("stratus") or str(__import__("pathlib").Path(sys.executable).parent / "stratus")
     proc = subprocess.run([exe, "replay", "--trace", "synthetic:google", "--hours", "6", "--seed", "7",
@@ -36,6 +37,7 @@ def test_acceptance_replay_json_as_a_real_process():
     assert doc["total_cost_usd"] >= doc["lower_bound_cost_usd"] > 0
 
 
+@pytest.mark.slow
 def test_replay_table_and_json_agree(capsys):
     args = ["replay", "--trace", "synthetic:mms?lam=0.05", "--hours", "2", "--seed", "3"]
     code, out, _ = run_cli(capsys, *args, "--json")
@@ -46,6 +48,7 @@ def test_replay_table_and_json_agree(capsys):
     assert f"{doc['total_cost_usd']:,.2f}" in table and "fluid lower bound" in table
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers(capsys):
     args = ["replay", "--trace", "synthetic:twosigma?scale=0.05", "--hours", "3", "--json"]
     a = json.loads(run_cli(capsys, *args, "--seed", "5")[1])
@@ -56,6 +59,7 @@ def test_same_seed_same_numbers(capsys):
     assert a == b and a != c
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # compare's default --jobs
 def test_compare_prints_one_json_document(capsys):
     code, out, _ = run_cli(capsys, "compare", "--trace", "synthetic:google?scale=0.05", "--hours", "2",
@@ -65,6 +69,7 @@ def test_compare_prints_one_json_document(capsys):
     assert code == 0 and "task-per-instance" in names and len(names) >= 2
 
 
+@pytest.mark.slow
 def test_summary_records_the_migration_footprint(capsys):
     args = ["replay", "--trace", "synthetic:mms?lam=0.05", "--hours", "1", "--seed", "3", "--json"]
     assert json.loads(run_cli(capsys, *args)[1])["migration_footprint"] == "request"
@@ -114,6 +119,7 @@ def test_saves_tables(tmp_path, capsys):
 NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 
 
+@pytest.mark.slow
 def test_describe_the_real_nasa_log(capsys):
     code, out, _ = run_cli(capsys, "traces", "describe", str(NASA), "--format", "swf", "--json")
     doc = json.loads(out)
@@ -148,6 +154,7 @@ def test_one_malformed_line_is_one_error_naming_it(tmp_path, capsys):
     assert f"{bad}:5000:" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_convert_google_fixture_then_describe_and_replay(tmp_path, capsys):
     root = FIXTURES / "google2011" / "basic"
     out_pq = tmp_path / "g.parquet"
@@ -163,6 +170,7 @@ def test_convert_google_fixture_then_describe_and_replay(tmp_path, capsys):
     assert code == 0 and json.loads(out)["tasks_completed"] == doc["tasks"]
 
 
+@pytest.mark.slow
 def test_oversized_jobs_are_refused_unless_dropped(capsys):
     args = ["replay", "--trace", str(NASA), "--start", "0", "--hours", "24", "--json"]
     code, out, err = run_cli(capsys, *args)  # 128-processor jobs: larger than m4.16xlarge
@@ -173,6 +181,7 @@ def test_oversized_jobs_are_refused_unless_dropped(capsys):
     assert "dropped" in err and "larger than every m4 type" in err
 
 
+@pytest.mark.slow
 def test_random_slices_are_seeded_and_inside_the_trace(capsys):
     from stratus.traces.spec import TraceSource
 

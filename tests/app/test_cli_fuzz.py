@@ -325,6 +325,7 @@ def _one_vector(box, capsys, seen, args):
         shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
+@pytest.mark.slow
 def test_every_argument_vector_ends_with_0_or_2_and_no_traceback(box, capsys):
     """Every vector ends with exit 0 or 2 and no traceback; and the fuzz is not a string of
     one repeated error."""

@@ -64,6 +64,7 @@ def test_sensitivity_relates_every_scheduler_to_the_first_and_to_h1():
     assert by[(0.01, "n")]["instances_cleared"]["mean"] == 0  # no migrator: none cleared
 
 
+@pytest.mark.slow
 def test_compare_json_has_normalized_cost_and_cost_over_bound(capsys):
     assert main(["compare", *SMALL, "--schedulers", "stratus,task-per-instance", "--jobs", "1",
                  "--json"]) == 0
@@ -76,6 +77,7 @@ def test_compare_json_has_normalized_cost_and_cost_over_bound(capsys):
             r["total_cost_usd"] / max(x["total_cost_usd"] for x in runs.values()), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_compare_over_slices_reports_each_slice_and_the_spread(capsys):
     assert main(["compare", *SMALL, "--schedulers", "task-per-instance,first-fit",
                  "--slices", "2", "--jobs", "1", "--json"]) == 0
@@ -89,6 +91,7 @@ def test_compare_over_slices_reports_each_slice_and_the_spread(capsys):
     assert agg["first-fit"]["slices"] == 2
 
 
+@pytest.mark.slow
 def test_one_slice_of_many_is_the_same_as_slices_one(capsys):
     main(["compare", *SMALL, "--schedulers", "first-fit", "--slice", "0", "--slices", "1",
           "--jobs", "1", "--json"])
@@ -99,6 +102,7 @@ def test_one_slice_of_many_is_the_same_as_slices_one(capsys):
     assert one["total_cost_usd"] == many["total_cost_usd"]
 
 
+@pytest.mark.slow
 def test_sensitivity_json(capsys):
     assert main(["sensitivity", *SMALL, "--h", "1,10", "--jobs", "1", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -12,6 +12,7 @@ SWF = FIXTURES / "swf" / "small.swf"
 MAGIC = {"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, fmt", [("t.png", "png"), ("t.svg", "svg"), ("t.pdf", "pdf"),
                                        ("T.SVG", "svg")])
 def test_describe_plots_in_the_format_of_the_extension(tmp_path, capsys, name, fmt):

@@ -27,6 +27,7 @@ def _without_wall(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_parallel_compare_equals_serial_in_requested_order(capsys):
     names = list(reversed(scheduler_names()))  # not the registry's order
@@ -44,6 +45,7 @@ def _broken_factory():
     raise DecisionError("broken on purpose")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_a_worker_error_is_one_line(capsys, monkeypatch):
     scheduler_names()  # builtins first: the registry loads them only when it is empty
@@ -75,6 +77,7 @@ def test_warmup_hours_refuses_words():
         warmup_hours("a day", 6.0)
 
 
+@pytest.mark.slow
 def test_auto_warmup_follows_the_window_and_a_number_is_kept(capsys):
     argv = ["replay", *SMALL, "--scheduler", "stratus", "--json"]
     auto = json.loads(run_cli(capsys, *argv)[1])

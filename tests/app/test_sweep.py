@@ -54,6 +54,7 @@ def _rows(results: Path):
     return df.drop(columns=["wall_seconds"]).sort_values("key").reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_sweep_runs_every_cell_once_then_skips_them(tmp_path, capsys):
     cfg = _write(tmp_path, WAITING)
     code, out, _ = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
@@ -120,6 +121,7 @@ def test_bad_executor_and_workers_and_results_inside_input(tmp_path, capsys):
     assert code == 2 and "input" in err
 
 
+@pytest.mark.slow
 def test_a_failing_cell_is_recorded_the_rest_run_and_the_exit_says_so(tmp_path, capsys):
     bad = tmp_path / "broken.swf"
     bad.write_text("this is not a workload\n")
@@ -157,6 +159,7 @@ scheduler = ["stratus", "first-fit", "task-per-instance"]
 """
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep mid-run
 def test_a_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
     cfg = _write(tmp_path, KILLABLE)
@@ -192,6 +195,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
     assert not [p for p in (res / "rows").iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # a pool, then a dask cluster
 def test_local_and_dask_local_give_identical_rows(tmp_path, capsys):
     pytest.importorskip("dask.distributed", reason="the dist extra (dask[distributed]) is "
@@ -242,6 +246,7 @@ def reported(tmp_path_factory, spawner_lock):
     return res, out
 
 
+@pytest.mark.slow
 def test_report_writes_a_page_whose_figures_all_exist(reported, capsys):
     res, out = reported
     page = (out / "index.html").read_text()
@@ -270,6 +275,7 @@ def test_report_of_nothing_is_one_line(tmp_path, capsys):
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # chromium
 def test_report_loads_in_headless_chromium_with_every_figure(reported, tmp_path):
     sync = pytest.importorskip("playwright.sync_api", reason="playwright (the browser extra) "

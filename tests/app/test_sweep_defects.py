@@ -81,6 +81,7 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # signals worker pools
 def test_sigint_stops_every_long_command_after_a_replay_in_the_same_process(tmp_path):
     """Defect 1 and the acceptance's interrupt item: after a replay has run in the process,
@@ -151,6 +152,7 @@ tick = 120
 """
 
 
+@pytest.mark.slow
 def test_the_report_splits_rows_that_differ_in_hours_or_trace(tmp_path, capsys):
     """Defect 2: 1- and 2-hour cells, and two traces under one label, were averaged as one
     trace and normalized by each other's costs."""
@@ -180,6 +182,7 @@ def test_the_report_splits_rows_that_differ_in_hours_or_trace(tmp_path, capsys):
     assert {"spec_json", "inputs_json", "start"} <= set(rows.columns)
 
 
+@pytest.mark.slow
 def test_rows_of_an_edited_trace_file_are_not_pooled(tmp_path, capsys):
     fix = ROOT / "tests" / "fixtures" / "swf" / "small.swf"
     trace = tmp_path / "t.swf"
@@ -238,6 +241,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # three sweeps at once
 def test_concurrent_sweeps_share_the_cells_and_none_runs_twice(tmp_path):
     """Defect 3: seven overlapping sweeps on one directory; one aborted naming another's
@@ -260,6 +264,7 @@ def test_concurrent_sweeps_share_the_cells_and_none_runs_twice(tmp_path):
     assert _hidden(tmp_path / "res") == [] and not list((tmp_path / "res" / "claims").iterdir())
 
 
+@pytest.mark.slow
 def test_a_claim_of_a_dead_sweep_is_taken_over(tmp_path, capsys):
     from stratus.app.sweep_claims import Claims
 
@@ -291,6 +296,7 @@ def test_a_claim_of_a_dead_sweep_is_taken_over(tmp_path, capsys):
 
 
 # --- 4. damaged rows -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_damaged_row_is_rerun_by_the_sweep_and_skipped_by_the_report(tmp_path, capsys):
     cfg = _cfg(tmp_path)
     res = tmp_path / "res"
@@ -325,6 +331,7 @@ def test_a_damaged_row_is_rerun_by_the_sweep_and_skipped_by_the_report(tmp_path,
 
 
 # --- 5. workers of a killed sweep exit -----------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep's pool
 def test_workers_exit_when_a_sweep_is_killed_with_sigkill(tmp_path):
     cfg = _cfg(tmp_path, GRID.replace("scale=0.01", "scale=0.3").replace("hours = 1",
@@ -365,6 +372,7 @@ def test_a_bad_dask_address_is_one_line(tmp_path, capsys, address, needle):
     assert not (tmp_path / "res").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -377,6 +385,7 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys, monkeypatch
     assert code == 2 and "cannot reach the Dask scheduler" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep's pool
 def test_sigterm_leaves_no_worker_either(tmp_path):
     """Not a reported defect; the same guarantee for a polite kill."""

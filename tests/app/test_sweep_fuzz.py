@@ -286,6 +286,7 @@ def _one_config(box, capsys, seen, text, first, raw, report, concurrent):
                     and not p.name.startswith("0" * 20)], "a claim was left"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # now and then a second sweep
 def test_random_configs_and_damaged_results_end_cleanly(box, capsys):
     """Every config and damaged directory ends cleanly, and the sweeps reach both outcomes

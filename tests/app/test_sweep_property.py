@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,6 +90,7 @@ def _check(cfg: Path, capsys) -> int:
     return len(plan.cells)
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("STRATUS_SWEEP_PROPERTY_EXAMPLES", "6")), deadline=None,
           derandomize=os.environ.get("STRATUS_FUZZ_RANDOM") != "1",
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

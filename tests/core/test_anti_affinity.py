@@ -102,6 +102,7 @@ configs = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=10, deadline=None)
 @given(trace=flagged_workloads(), conf=configs)
@@ -275,6 +276,7 @@ def binning_runs(draw):
     return insts, avoid0, reqs
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(binning_runs())
 def test_binning_memo_is_not_poisoned_by_anti_affinity(run):

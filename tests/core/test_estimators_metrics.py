@@ -82,6 +82,7 @@ def test_lower_bound_follows_price_steps():
     assert lb == pytest.approx(2 * 0.015 * 0.5 + 2 * 0.010 * 0.5)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.floats(0, 1000), st.floats(1, 1000), st.sampled_from([0.5, 1, 2, 4]),
                           st.sampled_from([0.5, 2, 8, 16])), min_size=1, max_size=15))
 def test_lower_bound_never_exceeds_a_replays_bill(rows):

@@ -77,6 +77,7 @@ def test_fargate_is_a_name_but_not_an_engine_policy():
         make_scheduler("fargate")
 
 
+@pytest.mark.slow
 def test_fargate_on_the_command_line(capsys):
     args = ["--trace", "synthetic:google?scale=0.05", "--hours", "2", "--seed", "1", "--json"]
     assert main(["replay", *args, "--scheduler", "fargate"]) == 0

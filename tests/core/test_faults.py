@@ -40,6 +40,7 @@ def run(trace, scheduler, conf, faults):
     return Engine(trace, scheduler, cfg).run()
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(trace=workloads(max_jobs=6), conf=configs, faults=fault_mixes,
        name=st.sampled_from(SCHEDULERS))
@@ -61,6 +62,7 @@ def test_chaos_policy_keeps_the_invariants_under_faults(trace, conf, faults, pol
     check_invariants(trace, run(trace, ChaosScheduler(policy_seed), conf, faults))
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(trace=workloads(), conf=configs, faults=fault_mixes, name=st.sampled_from(SCHEDULERS))
 def test_faults_are_deterministic_given_the_seed(trace, conf, faults, name):
@@ -68,6 +70,7 @@ def test_faults_are_deterministic_given_the_seed(trace, conf, faults, name):
         comparable(run(trace, make_scheduler(name), conf, faults))
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(trace=workloads(), conf=configs, name=st.sampled_from(SCHEDULERS))
 def test_zero_faults_change_nothing_but_the_report(trace, conf, name):
@@ -79,6 +82,7 @@ def test_zero_faults_change_nothing_but_the_report(trace, conf, name):
     assert comparable(zero) == plain
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(trace=workloads(max_jobs=6), conf=configs, policy_seed=st.integers(0, 1000),
        max_hours=st.floats(0.05, 1.0), crash=st.sampled_from([5.0, 50.0]))
@@ -149,6 +153,7 @@ class Watch:
         return getattr(self.inner, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in scheduler_names() if n != "fargate"])
 def test_policies_avoid_a_type_while_it_is_known_unavailable(name):
     from stratus.traces.synthetic import from_spec
@@ -262,6 +267,7 @@ def test_the_cli_refuses_a_bad_fault_spec_before_loading_the_trace(capsys, monke
     assert "--faults: ice takes a probability in [0, 1], got '2'" in out.err
 
 
+@pytest.mark.slow
 def test_replay_and_compare_report_the_faults(capsys):
     base = ["--trace", "synthetic:google?scale=0.02", "--hours", "1", "--seed", "1", "--json",
             "--faults", "crash:4,ice:0.2,ice-window:300"]

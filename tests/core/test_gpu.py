@@ -213,6 +213,7 @@ def test_gpu_replay_reports_the_gpu_dimension():
 
 # --- every registered scheduler, 3-D GPU catalog and c/m/r catalog -------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=6)
 @given(trace=workloads(gpu_share=0.4), conf=configs)
@@ -221,6 +222,7 @@ def test_every_scheduler_on_a_gpu_catalog(name, trace, conf):
     check_invariants(trace, res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=6)
 @given(trace=workloads(), conf=configs)
@@ -234,6 +236,7 @@ def test_every_scheduler_on_a_multi_family_catalog(name, trace, conf):
 GENERAL = [FirstFit, DotIndex, Binpack, RuntimeBinPacker, PerTaskScaler, KarpenterProvisioner]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=5)
 @given(trace=st.one_of(workloads(max_jobs=8), bursts()), conf=configs,
@@ -249,6 +252,7 @@ def test_general_paths_decide_as_the_fast_paths(name, trace, conf, cat):
     assert fast == general
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["first-fit", "karpenter", "fleet", "scloud+pack", "scloud+pack+scale+clear"])
 @settings(max_examples=5)
 @given(trace=st.one_of(workloads(gpu_share=0.4), bursts(gpu_share=0.4)), conf=configs)

@@ -120,6 +120,7 @@ def test_markets_the_replay_may_use_are_all_priced():
         pytest.approx(0.10 * 60 / 3600)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 5000)), min_size=1, max_size=4),
        st.lists(st.floats(0.01, 3.0), min_size=6, max_size=6))
@@ -151,6 +152,7 @@ def check_bound(res):
 
 
 # every property replay checks the bound too (tests/invariants.py); this adds on-demand
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=15)
 @given(trace=workloads(), conf=configs, market=st.sampled_from([SPOT, ON_DEMAND]))
@@ -195,6 +197,7 @@ small_keys = st.integers(1, 4).flatmap(lambda j: st.tuples(
     st.tuples(st.integers(0, 14), st.integers(0, 14))))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(small_keys, st.sampled_from([0.0, 1e-7, 1e-4, ib.SOLVE_DET]), st.booleans())
 def test_time_limited_and_lp_bounds_stay_below_the_optimum(key, solve_det, budget):
@@ -216,6 +219,7 @@ def test_time_limited_and_lp_bounds_stay_below_the_optimum(key, solve_det, budge
         assert cs.solves == 0 and c.how in (ib.EXACT, ib.LP)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(small_keys)
 def test_relax_is_the_lp_relaxation(key):

@@ -117,6 +117,7 @@ def small_workloads(draw):
     return make_trace(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [*scheduler_names(), "chaos"])
 @settings(max_examples=20)
 @given(trace=small_workloads(), book=spiky_books(), seed=st.integers(0, 1000))

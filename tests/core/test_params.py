@@ -59,6 +59,7 @@ def test_one_set_of_values_has_one_name():
     assert sched.name == spec.name and sched.migrator.threshold == 0.4
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # --jobs 2
 def test_parameters_change_the_replay_and_travel_to_worker_processes(capsys):
     names = "stratus,stratus?clearing.threshold=0.8&clearing.ticks=0"
@@ -74,6 +75,7 @@ def test_parameters_change_the_replay_and_travel_to_worker_processes(capsys):
         assert again[n]["total_cost_usd"] == r["total_cost_usd"]
 
 
+@pytest.mark.slow
 def test_a_sweep_varies_clearings_threshold_from_its_toml(tmp_path, capsys):
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(f"""

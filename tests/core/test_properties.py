@@ -26,6 +26,7 @@ def run(trace, scheduler, conf, prices=None):
 # chaos policy below, which uses every kind of decision, gets the long run. The examples
 # are new at every run (not derandomized), so the runs add up; the counts keep `make test`
 # inside its five minutes
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=25)
 @given(trace=workloads(), conf=configs)
@@ -34,6 +35,7 @@ def test_registered_scheduler_invariants(name, trace, conf):
     check_invariants(trace, res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=10)
 @given(trace=workloads(), conf=configs)
@@ -59,6 +61,7 @@ def test_chaos_policy_is_deterministic(trace, conf, policy_seed):
         comparable(run(trace, ChaosScheduler(policy_seed), conf))
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000),
        max_hours=st.floats(0.01, 1.5))

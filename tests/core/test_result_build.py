@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from stratus.result import INSTANCE_COLUMNS, _instance_table, _running_sum
 floats = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(floats, floats), max_size=60))
 def test_running_sum_rounds_as_a_loop(rows):
@@ -59,6 +61,7 @@ def reference(insts):
     return pd.DataFrame(rows, columns=INSTANCE_COLUMNS), secs, prov, boot, alloc, by_type, by_market
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(instance, min_size=1, max_size=30), st.randoms())
 def test_instance_table_matches_the_loop(specs, rnd):

@@ -72,6 +72,7 @@ def config_for(name: str, **kw) -> ReplayConfig:
     return ReplayConfig(seed=3, estimator=make_estimator(get_spec(name).estimator or "oracle"), **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 def test_one_scheduler_and_one_config_replay_twice_alike(name, trace, no_integer_bound):
     sched = make_scheduler(name)
@@ -83,6 +84,7 @@ def test_one_scheduler_and_one_config_replay_twice_alike(name, trace, no_integer
     assert_unchanged(cfg, before)
 
 
+@pytest.mark.slow
 def test_the_trace_exercises_every_kind_of_per_run_state(trace, no_integer_bound):
     """Else the test above would pass for want of anything to carry over."""
     runs = {n: replay(trace, make_scheduler(n), config_for(n, prices=swinging_spot())).summary

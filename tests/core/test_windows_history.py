@@ -7,6 +7,7 @@ import struct
 from collections import deque
 from statistics import median
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ values = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.5, 3.0]),
                    st.integers(0, 5).map(float))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 25), st.lists(values, max_size=120))
 def test_window_matches_statistics(size, xs):
@@ -103,6 +105,7 @@ job = st.tuples(st.sampled_from("abc"), st.sampled_from(["x", "y", "z", "w"]),
                          max_size=3))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(job, st.integers(0, 4)), max_size=200),
        st.sampled_from([(20, 200), (3, 5), (1, 1)]))
@@ -126,6 +129,7 @@ def test_history_estimator_is_unchanged(jobs, windows):
     assert [tuple(map(bits, p)) for p in new.log] == [tuple(map(bits, p)) for p in ref.log]
 
 
+@pytest.mark.slow
 def test_history_estimator_is_unchanged_on_a_synthetic_day():
     """Thousands of jobs: pairs scored past the refresh schedule's first 16 jobs."""
     from stratus.traces.synthetic import generate

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import count
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from stratus.packers.first_fit import FirstFit
@@ -21,6 +22,7 @@ def scan(values, req, lo=0):
     return next((s for s, v in enumerate(values) if s >= lo and fits(req, v)), -1)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(vec, st.just((DEAD, DEAD))), max_size=40),
        st.lists(st.tuples(st.booleans(), st.integers(0, 39), vec), max_size=60),
@@ -74,6 +76,7 @@ step = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(step, max_size=120), st.sampled_from([1, 2, 64]))
 @example([("acquire", (3, 3))] * 6 + [("query", (1, 1), 1, -1)] + [("release", 0, True)] * 5
@@ -109,6 +112,7 @@ def test_live_index_follows_the_view(steps, min_cap):
                     index.update(inst, inst.free)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.lists(vec, max_size=4), st.lists(vec, max_size=8),
                           st.lists(st.integers(0, 10**6), max_size=3)), max_size=12))

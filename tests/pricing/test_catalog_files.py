@@ -200,6 +200,7 @@ def _no_wall(doc):
     return doc
 
 
+@pytest.mark.slow
 def test_every_registered_scheduler_runs_on_the_users_catalog_from_either_file(mine, capsys):
     from stratus.app.registry import scheduler_names
 
@@ -300,6 +301,7 @@ def catalogs(draw):
     return Catalog(types, name="prop", **meta)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(cat=catalogs())
 def test_any_valid_catalog_round_trips_through_toml_and_csv(tmp_path_factory, cat):

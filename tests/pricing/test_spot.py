@@ -202,6 +202,7 @@ def test_spot_price_book_adds_spot_series_and_names_missing_types():
     assert book2.price("m4.xlarge", SPOT, 0) == 0.04
 
 
+@pytest.mark.slow
 def test_default_spot_book_is_the_bundled_trace_for_m4_and_generated_for_others():
     book = default_spot_book()
     assert book.markets() == {ON_DEMAND, SPOT}
@@ -220,6 +221,7 @@ def test_default_spot_book_is_the_bundled_trace_for_m4_and_generated_for_others(
 # --- the bundled trace and the generator's calibration --------------------------------
 
 
+@pytest.mark.slow
 def test_bundled_file_is_exactly_what_the_generator_makes():
     table, info = read_compact_table(BUNDLED)
     assert info["origin"] == "2017-06-05T00:00:00Z" and info["zone"] == "us-west-2a"
@@ -240,6 +242,7 @@ def bundled_cal():
     return ss.calibration(bundled_history().series, M4, ss.BUNDLED_DAYS)
 
 
+@pytest.mark.slow
 def test_discount_is_70_to_80_percent(bundled_cal):
     # Stratus §2.1: spot "typically remains 70-80% below" on-demand.
     for name, r in bundled_cal["mean_ratio"].items():
@@ -247,11 +250,13 @@ def test_discount_is_70_to_80_percent(bundled_cal):
     assert bundled_cal["all_in_band"] >= 0.75
 
 
+@pytest.mark.slow
 def test_m4_ordering_changes_about_850_per_day(bundled_cal):
     # Stratus §3.3 footnote 2: the sorted order of cost-per-vCore changes 850 times/day.
     assert 700 <= bundled_cal["ordering_changes_per_day"] <= 1000
 
 
+@pytest.mark.slow
 def test_spikes_about_one_per_type_per_month_lasting_minutes_to_an_hour(bundled_cal):
     # Stratus §3.3: bidding on-demand makes revocations rare (HotSpot: ~25 days apart).
     assert all(1 <= n <= 6 for n in bundled_cal["spikes"].values())
@@ -267,6 +272,7 @@ def test_prices_are_whole_hundredths_of_a_cent_and_change_at_every_event():
         assert s.times[0] == 0 and s.times[-1] < 90 * 86400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 99])
 def test_calibration_holds_for_other_seeds(seed):
     cal = ss.calibration(ss.generate_spot(M4, 90, seed), M4, 90)
@@ -306,6 +312,7 @@ def test_spikes_are_maximal_intervals_above_on_demand():
     assert ss.spikes(s, 0.10, end_s=800) == [(100.0, 100.0), (500.0, 300.0)]
 
 
+@pytest.mark.slow
 def test_cli_writes_each_format_and_they_round_trip(tmp_path, capsys):
     want = ss.generate_spot(M4, 1, 3)
     for name in ["x.parquet", "x.csv", "x.tsv.gz", "x.json", "x.txt"]:
@@ -416,6 +423,7 @@ def _load_corrupted(fixture: str, corruptions, seed: int) -> None:
         _assert_valid(h)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", sorted(FUZZ_FILES))
 @settings(max_examples=120)
 @given(corruptions=st.lists(st.sampled_from([*CORRUPTIONS, _drop_json_key]), min_size=1,
@@ -501,6 +509,7 @@ def gpu_cal():
     return ss.calibration(ss.generate_spot(GPUS, DAYS, ss.BUNDLED_SEED), GPUS, DAYS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["cmr", "gpu"])
 def test_discount_and_spikes_hold_for_every_type_of_a_multi_family_catalog(which, request):
     cal = request.getfixturevalue(f"{which}_cal")
@@ -514,6 +523,7 @@ def test_discount_and_spikes_hold_for_every_type_of_a_multi_family_catalog(which
     assert all(60 <= d <= 3600 for d in cal["spike_durations_s"])
 
 
+@pytest.mark.slow
 def test_ordering_churn_within_families_and_across_the_catalog(cmr_cal, gpu_cal):
     fam = cmr_cal["families"]
     assert list(fam) == ["c4", "m4", "r4"] and [f["types"] for f in fam.values()] == [5, 6, 6]
@@ -543,6 +553,7 @@ def test_gpu_prices_are_quantised_below_on_demand_between_spikes():
         assert base.size >= s.prices.size - 2 and base.min() > 0.1 * t.ondemand_hourly
 
 
+@pytest.mark.slow
 def test_m4_types_get_the_bundled_series_in_any_catalog():
     gen = ss.synthetic_series(CMR)
     h = bundled_history()
@@ -589,6 +600,7 @@ def _catalogs(draw):
     return Catalog(types, name="drawn")
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(cat=_catalogs(), seed=st.integers(0, 2**31))
 def test_any_catalog_gives_quantised_per_type_series(cat, seed):
@@ -635,6 +647,7 @@ def test_hand_made_history_for_other_families_json_and_parquet(tmp_path):
         spot_price_book(cat, load_spot_history(short))
 
 
+@pytest.mark.slow
 def test_cli_replay_on_a_catalog_without_bundled_prices(tmp_path, capsys):
     from stratus.app.cli import main
 

@@ -39,6 +39,7 @@ def _loads_or_names(path) -> None:
     _check_loaded(hist)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FILES))
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -95,6 +96,7 @@ def _compact_bytes(tmp_path) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=ops(("flip", "truncate", "non_utf8", "garbage_line")),
@@ -114,6 +116,7 @@ TABLE_DAMAGE = ("drop_column", "float_times", "string_prices", "null", "zero_pri
                 "naive_origin", "metadata_not_json", "duplicate_type", "empty", "huge_time")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=st.lists(st.sampled_from(TABLE_DAMAGE), min_size=1, max_size=3),
@@ -208,6 +211,7 @@ def test_the_compact_reader_refuses_what_it_cannot_use(tmp_path):
         load_spot_history(bad)
 
 
+@pytest.mark.slow
 def test_a_compact_parquet_with_a_damaged_schema_is_one_line(tmp_path):
     """Found by the fuzz above: one flipped byte in the footer made pyarrow raise
     ArrowNotImplementedError (integers wider than 64 bits), which escaped as a crash."""

@@ -20,6 +20,7 @@ def bench():
     return mod
 
 
+@pytest.mark.slow
 def test_benchmark_document_on_a_tiny_trace(bench, tmp_path):
     todo = bench.cases(["google"], [0.01, 0.02], hours=1, seed=1)
     assert [c["volume"] for c in todo] == [0.01, 0.02]
@@ -43,6 +44,7 @@ def test_benchmark_document_on_a_tiny_trace(bench, tmp_path):
     assert "peak RSS MiB" in text and "scaling exponent" in text
 
 
+@pytest.mark.slow
 def test_a_failing_run_is_a_row_with_its_error(bench):
     case = {"trace": "google", "volume": 0.01, "argv": ["--trace", "synthetic:nope"]}
     row = bench.run_case(case, "task-per-instance")

@@ -19,6 +19,7 @@ def readme_python() -> str:
     return m.group(1)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # compare's default jobs
 def test_readme_python_example_runs(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
@@ -30,6 +31,7 @@ def test_readme_python_example_runs(monkeypatch, capsys):
         assert word in out, out
 
 
+@pytest.mark.slow
 def test_compare_schedulers_example_runs(monkeypatch, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     plot = tmp_path / "normalized_cost.png"

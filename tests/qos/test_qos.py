@@ -249,6 +249,7 @@ CONFIGS = [Config(scheme="qops"), Config(scheme="qops", K=0), Config(scheme="vqo
            Config(scheme="dvqops", window="fixed", w_init_h=0.01, whatif_start="empty")]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=workloads(), ci=st.integers(0, len(CONFIGS) - 1))
 def test_deadlines_capacity_and_one_decision_per_job(w, ci):
@@ -288,6 +289,7 @@ def test_deadlines_capacity_and_one_decision_per_job(w, ci):
     assert (vals[~np.array(out.jobs["accepted"])] == 0).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(w=workloads())
 def test_runs_are_deterministic(w):
@@ -324,6 +326,7 @@ def test_cli_run_json_save_and_errors(tmp_path, capsys):
     assert "--processors" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_sweep_table_and_plot(tmp_path, capsys):
     swf = FIX / "swf" / "small.swf"
     png = tmp_path / "t.png"

@@ -86,6 +86,7 @@ def test_binpack_follows_its_own_placements_within_a_tick():
     assert [t.tid for t in left] == []
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(st.lists(st.tuples(st.integers(0, 64), st.integers(0, 64)), min_size=0, max_size=30),
        st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=15),
@@ -242,6 +243,7 @@ def test_karpenter_replaces_a_node_with_a_cheaper_one_when_nothing_else_has_room
     assert res.instances.sort_values("requested_s").type.tolist() == ["m4.2xlarge", "m4.large"]
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from([0.5, 1, 2, 4, 8]),
                           st.sampled_from([0.5, 2, 8, 30]), st.floats(30, 8000)),

@@ -121,6 +121,7 @@ def test_scloud_never_places_a_new_task_on_a_running_instance():
     assert packed["instances_acquired"] == 1
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(1, 32)),
                 min_size=1, max_size=25))
@@ -201,6 +202,7 @@ def test_dot_product_picks_the_largest_dot_product():
     assert plan.decisions.placements[0].instance is b
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 100), st.integers(0, 100)),
                 min_size=1, max_size=40),

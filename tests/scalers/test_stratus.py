@@ -104,6 +104,7 @@ def fits(req, free):
     return all(a <= b for a, b in zip(req, free))
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(packing_state())
 def test_up_packing_down_packing_and_closest_runtime(state):
@@ -132,6 +133,7 @@ def test_up_packing_down_packing_and_closest_runtime(state):
         assert availability(chosen.inst.free, M4.max_capacity) == best
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.lists(st.tuples(st.sampled_from([0.25, 0.5, 1, 2, 3, 8, 20]),
                           st.sampled_from([0.5, 1, 4, 8, 24, 60]),
@@ -220,6 +222,7 @@ def clearing_workloads(draw):
     return make_trace(rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(clearing_workloads(), st.sampled_from(["noisy:0.05", "noisy:0.3", "noisy:20", "oracle"]),
        st.integers(0, 100))
@@ -267,6 +270,7 @@ def test_stratus_registry_names_and_stats():
     assert get_spec("stratus-oracle").estimator == "oracle"
 
 
+@pytest.mark.slow
 def test_every_migration_clearing_decides_is_carried_out_or_cancelled(capsys):
     """What clearing decides (tasks_migrated) is what the engine transferred plus what
     became void before its transfer began (the task ended first, or an end was revoked)."""

@@ -129,6 +129,7 @@ def _max_load(sr) -> float:
     return top
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(w=workloads(), n=st.integers(0, 12), policy=st.sampled_from(POLICIES),
        ratio=st.sampled_from([0.4, 0.6, 1.0]), short=st.sampled_from(["reserved-first",
@@ -165,6 +166,7 @@ def test_policy_invariants_and_budget_balance(w, n, policy, ratio, short):
         assert sr.normalized_price == 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(w=workloads(), n=st.integers(0, 10), pricing=st.sampled_from(["socialist",
                                                                       "capitalist"]),
@@ -225,6 +227,7 @@ def test_grid_and_options_are_checked():
             Cluster(**kw)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), s=st.integers(1, 6), b=st.floats(0, 2000),
        t=st.floats(0, 800), short_first=st.booleans())
@@ -254,6 +257,7 @@ def _nasa():
     return workload_from_frame(swf.load(NASA).frame, "nasa")
 
 
+@pytest.mark.slow
 def test_nasa_limits():
     """Spec B.11 item 1: N = 0 is pure on-demand; N = 4096 never waits and costs the
     closed form ratio N H / Σ OD_j."""
@@ -272,6 +276,7 @@ def test_nasa_limits():
         assert sr.normalized_price == pytest.approx(0.6 * 4096 * h * P / od, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_cli_share_commands(capsys, tmp_path):
     small = str(FIXTURES / "swf" / "small.swf")
     for cmd in (["simulate", "--reserved", "4"], ["sweep", "--reserved", "0:8:4"],

@@ -173,6 +173,7 @@ def test_window_and_empty_trace():
     assert _plain(empty) and _plain(w)
 
 
+@pytest.mark.slow
 def test_nasa_log_summary():
     d = describe(swf.load(HERE / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"))
     assert (d["jobs"], d["tasks"], d["span_s"]) == (18_239, 18_239, 7_949_022.0)
@@ -185,6 +186,7 @@ def test_nasa_log_summary():
     assert d["offered_load"]["vcpu"] == pytest.approx(59.66, abs=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_trace, lambda: _trace().window(500, 600)])
 def test_plot_writes_a_png(tmp_path, make):
     out = plot(make(), tmp_path / "trace.png")

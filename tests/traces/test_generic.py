@@ -277,6 +277,7 @@ def _only_trace_or_trace_error(path: Path, **options) -> None:
     assert isinstance(t, Trace) and len(t) > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(ops=OPS)
 def test_fuzz_sacct_csv(tmp_path_factory, ops):
@@ -285,6 +286,7 @@ def test_fuzz_sacct_csv(tmp_path_factory, ops):
     _only_trace_or_trace_error(path, mapping=str(SACCT_MAP))
 
 
+@pytest.mark.slow
 @settings(max_examples=80)
 @given(ops=OPS)
 def test_fuzz_numeric_csv(tmp_path_factory, ops):
@@ -293,6 +295,7 @@ def test_fuzz_numeric_csv(tmp_path_factory, ops):
     _only_trace_or_trace_error(path, **TASKS_OPTS)
 
 
+@pytest.mark.slow
 @settings(max_examples=80)
 @given(ops=st.lists(st.tuples(st.sampled_from(("flip", "truncate", "random")),
                               st.integers(0, 10**6), st.binary(min_size=1, max_size=64)),

@@ -120,6 +120,7 @@ def test_terminal_finish_keeps_only_all_finished_jobs():
     assert "terminal=finish" in notes(tr)
 
 
+@pytest.mark.slow
 def test_terminal_task_finish_keeps_exactly_the_finished_tasks_and_their_jobs(trace):
     tr = g.load(FIXTURE, terminal="task-finish")
     # J400 task 0 FAILed, J500 and J1500 were KILLed after a run: those tasks go; J400's
@@ -154,6 +155,7 @@ def test_anti_affinity_is_read_from_the_submit_that_opened_the_kept_run(trace):
     assert "1 kept tasks' SUBMIT had no different_machine value" in text  # J1000 task 0
 
 
+@pytest.mark.slow
 def test_anti_affinity_ignore_leaves_the_column_out(trace, tmp_path):
     tr = g.load(FIXTURE, anti_affinity="ignore")
     assert "anti_affinity" not in tr.frame.columns
@@ -202,6 +204,7 @@ def test_window_keeps_only_jobs_inside_it():
     assert "window [1500, 20000] s" in notes(tr)
 
 
+@pytest.mark.slow
 def test_window_hours_equals_window_end():
     a = g.load(FIXTURE, window_start_s="1500", window_hours=str(18500 / 3600))
     b = g.load(FIXTURE, **WINDOW)
@@ -333,6 +336,7 @@ PLAIN = "task_events/part-00001-of-00003.csv"
 GZ = "task_events/part-00002-of-00003.csv.gz"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part, index, fn, match", [
     (PLAIN, 2, lambda b: b"hello,world", r"line 3: expected 13 comma-separated fields, found 2"),
     (GZ, 0, lambda b: b[:20], r"line 1: expected 13"),
@@ -371,6 +375,7 @@ def test_crlf_line_endings_read_the_same(tmp_path, trace):
     assert g.load(d).frame.equals(trace.frame)
 
 
+@pytest.mark.slow
 def test_request_above_one_is_kept_scaled_and_noted(tmp_path):
     d = copy_fixture(tmp_path / "t")
     part = d / "task_events/part-00002-of-00003.csv.gz"
@@ -394,6 +399,7 @@ def all_task_lines() -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=8)
 @given(seed=st.integers(0, 2**32 - 1), nparts=st.integers(1, 4))
 def test_file_order_never_matters(trace, seed, nparts):
@@ -461,6 +467,7 @@ def corrupt_part(path: Path, kind: str, rng: random.Random) -> None:
     put_bytes(path, corrupt_text(part_bytes(path), kind, rng))
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(seed=st.integers(0, 2**32 - 1),
        kinds=st.lists(st.sampled_from(TEXT_KINDS + RAW_KINDS), min_size=1, max_size=3))
@@ -482,6 +489,7 @@ def test_fuzzed_input_gives_a_trace_or_a_trace_error(seed, kinds):
     assert tr.meta["load_report"]["rows_read"] >= len(tr)
 
 
+@pytest.mark.slow
 def test_duckdb_draws_no_progress_bar_on_stdout(tmp_path):
     # python -c is a session DuckDB deems interactive: its bar went to stdout there
     import subprocess
@@ -520,6 +528,7 @@ def excerpt():
     return g.load(EXCERPT), g.load(EXCERPT, terminal="task-finish"), excerpt_tasks()
 
 
+@pytest.mark.slow
 def test_excerpt_task_finish_is_the_default_minus_the_unfinished_tasks(excerpt):
     every, finished, events = excerpt
     terminal = {k: [e[2] for e in ev if g.EVICT <= e[2] <= g.LOST][-1] for k, ev in events.items()}
@@ -535,6 +544,7 @@ def test_excerpt_task_finish_is_the_default_minus_the_unfinished_tasks(excerpt):
         assert (merged[col] == merged[f"{col}_f"]).all(), col
 
 
+@pytest.mark.slow
 def test_excerpt_flag_is_the_submit_before_the_last_schedule(excerpt):
     every, _, events = excerpt
     want = set()

@@ -98,6 +98,7 @@ def test_a_window_keeps_whole_jobs_only(whole, windowed):
     assert d["arrivals_per_hour"]["max"] == 0 and d["arrivals_per_hour"]["peak_to_trough"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 def test_every_scheduler_replays_the_real_window_on_spot(windowed, name):
     cfg = ReplayConfig(seed=1, estimator=make_estimator(get_spec(name).estimator or "oracle"))
@@ -116,6 +117,7 @@ def google_2011() -> Path:
     return GOOGLE
 
 
+@pytest.mark.slow
 def test_the_excerpt_is_rebuilt_byte_for_byte(google_2011, tmp_path):
     script = DATA / "make_google2011_excerpt.py"
     subprocess.run([sys.executable, str(script), "--source", str(google_2011), "--out",
@@ -125,6 +127,7 @@ def test_the_excerpt_is_rebuilt_byte_for_byte(google_2011, tmp_path):
         assert (tmp_path / part).read_bytes() == (EXCERPT / part).read_bytes()
 
 
+@pytest.mark.slow
 def test_the_19_hour_window_matches_stats_json(google_2011):
     want = json.loads((google_2011 / "stats.json").read_text())
     d = describe(load_file(google_2011, "google2011?window_start_s=600&window_hours=19"))

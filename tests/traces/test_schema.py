@@ -61,6 +61,7 @@ def test_parquet_round_trip(tmp_path):
     pd.testing.assert_frame_equal(back.frame, tr.frame)
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(st.data())
 def test_corrupt_parquet_gives_a_trace_or_trace_error(tmp_path_factory, data):
@@ -87,6 +88,7 @@ FLAG_SPELLINGS = {True: [True, 1, 1.0, "1", "true", "TRUE", " True "],
                   False: [False, 0, 0.0, "0", "false", "False"]}
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.lists(st.sampled_from([(v, s) for v, ss in FLAG_SPELLINGS.items() for s in ss]),
                 min_size=3, max_size=3))

@@ -208,6 +208,7 @@ def nasa() -> Trace:
     return swf.load(NASA)
 
 
+@pytest.mark.slow
 def test_nasa_log_loads_every_job(nasa):
     assert nasa.n_jobs == len(nasa) == 18_239
     rep = nasa.meta["load_report"]
@@ -218,6 +219,7 @@ def test_nasa_log_loads_every_job(nasa):
     assert not nasa.has("estimate_s")  # the log has no requested times
 
 
+@pytest.mark.slow
 def test_nasa_span_matches_the_header(nasa):
     """The span is exactly the header's EndTime - StartTime, 7,949,022 s.
 
@@ -241,6 +243,7 @@ def _nasa_lines() -> list[bytes]:
     return gzip.decompress(NASA.read_bytes()).split(b"\n")
 
 
+@pytest.mark.slow
 def test_nasa_copy_with_one_malformed_line_names_it(tmp_path):
     lines = _nasa_lines()
     lineno = 9_000  # a data line (the header is 33 lines)
@@ -277,6 +280,7 @@ def _only_trace_or_trace_error(path: Path) -> None:
     assert (t.frame["runtime_s"] > 0).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(ops=OPS)
 def test_fuzz_plain(tmp_path_factory, ops):
@@ -285,6 +289,7 @@ def test_fuzz_plain(tmp_path_factory, ops):
     _only_trace_or_trace_error(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(ops=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6),
                               st.binary(min_size=1, max_size=6)), max_size=2),

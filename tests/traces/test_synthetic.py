@@ -52,6 +52,7 @@ def tjobs(tdays):
 
 # --- volume -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_twosigma_day_has_the_traced_job_rate(tdays):
     # Stratus §4.2: 3.2 million jobs over Jan.-Sept. 2016 (274 days): 11.7k jobs a day,
     # expected exactly at scale 1 and submitted within Poisson noise (sd ~1%) of it; "3.2
@@ -67,6 +68,7 @@ def test_twosigma_day_has_the_traced_job_rate(tdays):
     assert three == pytest.approx(3 * one, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_volume_is_linear_in_scale():
     # Expected counts are exact in scale and window.
     for scale, hours in ((0.1, 24.0), (3.0, 24.0), (1.0, 6.0)):
@@ -115,6 +117,7 @@ def _within(x: float, target: float, factor: float = 1.5) -> bool:
     return target / factor <= x <= target * factor
 
 
+@pytest.mark.slow
 def test_google_day_has_the_real_volume_and_job_shape(gdays, gjobs):
     for s in SEEDS:
         t, n = gdays[s], gjobs[s]["ntasks"].to_numpy()
@@ -126,6 +129,7 @@ def test_google_day_has_the_real_volume_and_job_shape(gdays, gjobs):
         assert n.max() >= 2000, s  # real: 10,500
 
 
+@pytest.mark.slow
 def test_google_task_runtimes_requests_and_priorities(gdays):
     for s, t in gdays.items():
         f = t.frame
@@ -143,6 +147,7 @@ def test_google_task_runtimes_requests_and_priorities(gdays):
         assert rt.max() <= DAY and rt.min() > 0
 
 
+@pytest.mark.slow
 def test_google_tail_and_offered_load_over_five_days():
     # The runtime tail and the offered load are carried by a handful of jobs (the real
     # window's 10 heaviest jobs hold 54% of its CPU-time), so one day is a noisy sample:
@@ -156,12 +161,14 @@ def test_google_tail_and_offered_load_over_five_days():
     assert _within(p90, REAL["runtime_p90"]), p90
 
 
+@pytest.mark.slow
 def test_google_jobs_under_6_minutes(gjobs):
     # Paper 003 §2: 65% of Google jobs shorter than 6 minutes (real window: 74%).
     for s, j in gjobs.items():
         assert 0.6 <= np.mean(j["runtime"] < 360) <= 0.85, s
 
 
+@pytest.mark.slow
 def test_google_arrivals_are_bursty(gdays):
     # Real window: task arrivals per hour p10 12.9k, p90 30.1k (max/min 4.2); a quarter of
     # jobs arrive at the same instant as the previous one (batches).
@@ -173,6 +180,7 @@ def test_google_arrivals_are_bursty(gdays):
         assert 0.15 <= np.mean(np.diff(job_sub) == 0) <= 0.35, s
 
 
+@pytest.mark.slow
 def test_tasks_of_a_job_share_submit_and_request(gdays, tdays):
     # Target: tasks of a job share submit time, request, user, name and priority.
     for t in [*gdays.values(), *tdays.values()]:
@@ -183,6 +191,7 @@ def test_tasks_of_a_job_share_submit_and_request(gdays, tdays):
         assert (g["task_id"].max() + 1 == g.size()).all()
 
 
+@pytest.mark.slow
 def test_google_tasks_of_a_job_are_aligned(gdays):
     # Real window, jobs of >= 10 tasks: the median job has a within-job sd of ln(runtime)
     # of 0.04-0.3 by size class, and its longest task runs ~1.5x its median one.
@@ -194,6 +203,7 @@ def test_google_tasks_of_a_job_are_aligned(gdays):
         assert 0.05 <= (g.max() - g.median()).median() <= 0.6, s
 
 
+@pytest.mark.slow
 def test_task_runtimes_jitter_around_the_job_with_sigma_02(tdays):
     # TwoSigma target: task runtime = job runtime * lognormal(sigma 0.2). Pooled within-job
     # sd of ln(runtime) over jobs of >= 10 tasks.
@@ -230,6 +240,7 @@ def _history_error(jobs: pd.DataFrame) -> float:
     return float(np.median(np.abs(est[ok] - x[ok])))
 
 
+@pytest.mark.slow
 def test_recurring_programs_and_zipf_users(gjobs, tjobs):
     # Real window: 144 users in 19 h, the top one submitting 13% of jobs; 79% of jobs run a
     # name seen again in the window; runs of a name vary with ln-sd ~0.25-0.27 (median over
@@ -245,6 +256,7 @@ def test_recurring_programs_and_zipf_users(gjobs, tjobs):
         assert 0.8 <= _within_program_sd(j) <= 1.0
 
 
+@pytest.mark.slow
 def test_history_estimates_worse_for_twosigma(gjobs, tjobs):
     # Stratus §4.2 / Fig. 3b: JVuPredict is moderately accurate on Google and significantly
     # less so on TwoSigma.
@@ -266,6 +278,7 @@ def test_every_task_fits_m4_16xlarge_in_whole_units(gen):
         assert np.allclose(units, np.round(units), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_google_requests_snap_to_a_fifth_of_a_vcpu(gdays):
     # Google 2011 requests are round amounts (0.4, 0.8, 1.6, ... vCPU after scaling): the
     # generator snaps requests of at least 0.2 vCPU to multiples of 0.2.
@@ -288,6 +301,7 @@ TS_CLUSTER = {"cores": 1313 * 24, "mem_gib": 1313 * 256}
 GB = 1e9 / 2**30  # GiB per GB
 
 
+@pytest.mark.slow
 def test_twosigma_tasks_are_memory_constrained_and_fit_one_machine(tdays):
     # Stratus §4.2 (1): TwoSigma tasks have substantial memory footprints, i.e. are
     # memory-constrained on the m4 shapes (4 GiB per vCPU). Every task fits one TwoSigma
@@ -298,6 +312,7 @@ def test_twosigma_tasks_are_memory_constrained_and_fit_one_machine(tdays):
         assert (f["cpu"] <= 24).all() and (f["mem_gib"] <= 256).all(), s
 
 
+@pytest.mark.slow
 def test_twosigma_typical_job_is_two_sigmas(tdays):
     # Two Sigma (above): a typical job asks 1-20 CPUs and 10-100 GB in total over its tasks
     # and runs 15 minutes to hours. "Typical": the median job is inside each range, and so
@@ -312,6 +327,7 @@ def test_twosigma_typical_job_is_two_sigmas(tdays):
         assert np.mean((minutes >= 15) & (minutes <= 12 * 60)) >= 0.6, s
 
 
+@pytest.mark.slow
 def test_twosigma_offered_load_fits_the_cluster(tdays):
     # Assumption (twosigma.py): the jobs submitted in a day ask, on average, for 60% of the
     # cluster's busier resource (memory-time or core-time; a steady state's utilization).
@@ -330,6 +346,7 @@ def test_twosigma_offered_load_fits_the_cluster(tdays):
     assert 0.5 <= np.mean(shares) <= 0.7, shares
 
 
+@pytest.mark.slow
 def test_twosigma_has_more_tasks_per_job(gjobs, tjobs):
     # Stratus §4.2 (2): more tasks per job than the Google trace, whose real window has 27.1
     # tasks per job on average, a median of 1 and 80% single-task jobs (stats.json); the
@@ -341,6 +358,7 @@ def test_twosigma_has_more_tasks_per_job(gjobs, tjobs):
         assert np.mean(t == 1) <= REAL["single_task_job_share"] - 0.3, s
 
 
+@pytest.mark.slow
 def test_twosigma_tasks_are_longer(gdays, tdays):
     # Stratus §4.2 (3): longer tasks on average than Google's: the real window's mean task
     # runtime is 2362 s and its median 492 s; the Google-like days are compared too. The
@@ -353,6 +371,7 @@ def test_twosigma_tasks_are_longer(gdays, tdays):
         assert t.max() <= DAY, s
 
 
+@pytest.mark.slow
 def test_twosigma_arrivals_peak_in_business_hours(tjobs):
     # Assumption: job arrivals swing 2-4x over a day with a business-hours peak (sinusoid,
     # peak/trough 3 at 13:00). 4 h windows around the peak and the trough: expected ratio
@@ -401,6 +420,7 @@ def test_mms_parameters_are_used():
 
 # --- determinism, windows, names ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(synthetic.GENERATORS))
 def test_same_seed_same_trace_other_seed_differs(name):
     a = synthetic.generate(name, hours=3, seed=7)
@@ -424,6 +444,7 @@ def test_a_window_without_jobs_is_an_empty_trace(name):
     assert len(t) == 0 and list(t.frame.columns)[:2] == ["job_id", "task_id"]
 
 
+@pytest.mark.slow
 def test_program_catalog_does_not_depend_on_window_length():
     # The catalog has its own random stream: a program run in both a 6 h and a 24 h trace
     # has the same owner, request and priority in both.
@@ -440,6 +461,7 @@ def test_program_catalog_does_not_depend_on_window_length():
         assert (both[col] == both[col + "_24"]).all(), col
 
 
+@pytest.mark.slow
 def test_name_meta_and_spec_round_trip():
     t = synthetic.generate("google", scale="0.5", hours="6")
     assert t.name == "synthetic:google?scale=0.5&seed=0&hours=6"

@@ -39,6 +39,7 @@ def _row(trace: Trace, job: int) -> dict:
 # --- the fixture in every container -----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["jobs.csv", "jobs.csv.gz", "jobs.pq", "jobs.h5",
                                   "jobs_datetime.csv"])
 def test_every_container_gives_the_same_trace(name):
@@ -132,6 +133,7 @@ def test_extra_columns_and_blank_lines_are_reported(tmp_path):
 # --- HDF5 keys and options -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hdf5_key_option(tmp_path):
     frame = pd.read_csv(CSV, dtype={"userid": str, "status": str}).astype(
         {"userid": object, "status": object})
@@ -203,6 +205,7 @@ def test_parquet_bad_value_names_the_row(tmp_path):
         umass.load(path)
 
 
+@pytest.mark.slow
 def test_unreadable_containers(tmp_path):
     for name in ("x.parquet", "x.h5"):
         path = tmp_path / name
@@ -245,6 +248,7 @@ def _only_trace_or_trace_error(path: Path) -> None:
     assert isinstance(t, Trace) and len(t) > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(ops=OPS)
 def test_fuzz_csv(tmp_path_factory, ops):
@@ -253,6 +257,7 @@ def test_fuzz_csv(tmp_path_factory, ops):
     _only_trace_or_trace_error(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(ops=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6),
                               st.binary(min_size=1, max_size=6)), max_size=2),
@@ -287,6 +292,7 @@ def corrupt_binary(data: bytes, ops: list[tuple[str, int, bytes]]) -> bytes:
     return data
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(ops=BINARY_OPS)
 def test_fuzz_parquet(tmp_path_factory, ops):
@@ -297,6 +303,7 @@ def test_fuzz_parquet(tmp_path_factory, ops):
 
 # Each HDF5 load starts a reader process (see traces/umass.py), so few examples; damaged
 # HDF5 files used to crash this test process with SIGSEGV before the reader was isolated.
+@pytest.mark.slow
 @settings(max_examples=3)
 @given(ops=BINARY_OPS)
 @example(ops=[("flip", 112, b"\x80")])  # crashed PyTables in-process (SIGSEGV)

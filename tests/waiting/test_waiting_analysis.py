@@ -113,6 +113,7 @@ def _simulate_reneging(s, lam, mu, b, n, seed):
     return reneged / n, wait / n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("s", "lam", "b"), [(5, 4.5, 0.5), (5, 6.0, 1.0), (8, 7.0, 0.0)])
 def test_reneging_matches_a_direct_simulation(s, lam, b):
     r_sim, w_sim = _simulate_reneging(s, lam, 1.0, b, 200_000, seed=1)

@@ -23,6 +23,7 @@ def test_mcc_matches_its_definition():
     assert mcc(p, a) == pytest.approx(1 / 3)
 
 
+@pytest.mark.slow
 def test_the_walked_forest_is_sklearns_forest():
     rng = np.random.default_rng(0)
     x = rng.random((400, len(STATE_FEATURES)))
@@ -51,6 +52,7 @@ def test_the_observer_sees_the_state_and_the_oracle_wait():
             assert run.wait[j] == pytest.approx(w)
 
 
+@pytest.mark.slow
 def test_cli_ml_predictor_reports_mcc(capsys):
     assert main(["waiting", "simulate", "--trace", "synthetic:google?scale=0.02", "--hours", "6",
                  "--seed", "1", "--reserved", "3", "--reserved-cores", "16",
@@ -66,6 +68,7 @@ def test_cli_ml_predictor_reports_mcc(capsys):
                  "--wait-predictor", "ml"]) == 2
 
 
+@pytest.mark.slow
 def test_the_aggregation_round_adds_states_the_oracle_never_reached(monkeypatch):
     """The cross-fitted round runs each stretch of the training jobs under a model fitted
     without it, and what it reaches is new: rows the oracle's run never produced."""

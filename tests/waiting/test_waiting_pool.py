@@ -23,6 +23,7 @@ def _mms(n, seed, lam=0.2, mu=0.002):
     return np.cumsum(rng.exponential(1 / lam, n)), rng.exponential(1 / mu, n)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), s=st.integers(1, 12), policy=st.sampled_from(POLICIES),
        b=st.floats(0, 3000), t=st.floats(0, 1500))
@@ -77,6 +78,7 @@ def test_general_pool_invariants(seed, s, policy, placement, order, wc, b):
         assert np.all(np.diff(run.start[on]) >= -1e-9)  # the head only: starts in order
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("policy", "s", "b"), [("njw", 108, 0), ("ajw", 108, 0),
                                                 ("ajw-t", 101, 900), ("sww", 120, 900)])
 def test_the_pool_agrees_with_the_model_on_mms(policy, s, b):
@@ -90,6 +92,7 @@ def test_the_pool_agrees_with_the_model_on_mms(policy, s, b):
     assert run.cloud.mean() == pytest.approx(model.on_demand_fraction, abs=0.003)
 
 
+@pytest.mark.slow
 def test_cli_json_matches_the_analyzer(capsys):
     assert main(["waiting", "simulate", "--trace", "synthetic:mms?cpu=1&mem=4&hours=400",
                  "--reserved", "108", "--reserved-cores", "1", "--reserved-mem-gb", "4",
@@ -104,6 +107,7 @@ def test_cli_json_matches_the_analyzer(capsys):
     assert doc["steady_state"] == 0.1 and doc["server_type"] == "m5.large"
 
 
+@pytest.mark.slow
 def test_mispredicted_sww_sends_over_predictions_away(capsys):
     base = ["waiting", "simulate", "--trace", "synthetic:mms?cpu=1&mem=4&hours=200",
             "--reserved", "101", "--reserved-cores", "1", "--reserved-mem-gb", "4",
@@ -137,6 +141,7 @@ def test_bad_options_are_one_line(argv, what, capsys):
     assert what in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NASA.exists(), reason="../shared/data/NASA log not present")
 @pytest.mark.parametrize(("servers", "cores"), [(3, 32), (8, 16)])
 def test_nasa_runs_on_two_pools_with_first_fit(servers, cores, capsys):
@@ -168,6 +173,7 @@ def test_the_overflow_replays_through_a_vc_scheduler(capsys):
     assert main(base + ["--cloud", "nope"]) == 2
 
 
+@pytest.mark.slow
 def test_advise_finds_the_njw_optimum_of_the_model(tmp_path, capsys):
     """000 §3.2: NJW's optimum on the baseline is s = 108; the simulated marginal analysis
     on an M/M/s trace lands within 2 of it, and the MILP's start is reported beside it."""

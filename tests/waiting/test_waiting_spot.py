@@ -155,6 +155,7 @@ M4_POOL = ["--catalog", "m4", "--reserved-cores", "16", "--reserved-mem-gb", "64
            "--reserved-discount", "0.6"]
 
 
+@pytest.mark.slow
 def test_cli_spot_speculation_bills_waste_apart(capsys):
     assert main(BASE + M4_POOL) == 0
     od = json.loads(capsys.readouterr().out)
@@ -173,6 +174,7 @@ def test_cli_spot_speculation_bills_waste_apart(capsys):
     assert sp["cloud_cost_usd"] < od["cloud_cost_usd"]
 
 
+@pytest.mark.slow
 def test_cli_spot_speculation_on_m5_uses_the_synthetic_model(capsys):
     # No --spot-prices and a catalog the bundled m4 trace does not cover: the synthetic
     # model prices m5's types (it refused before the model covered any catalog).
