@@ -11,8 +11,8 @@ settings.load_profile("ci")
 @pytest.fixture(scope="module")
 def no_integer_bound():
     """The integer lower bound is most of a small replay's time (a CP-SAT model per time
-    slot) and a function of the run segments alone; tests/test_intbound.py and the bound
-    tests in tests/test_estimators_metrics.py check it. Modules that replay many times to
+    slot) and a function of the run segments alone; tests/core/test_intbound.py and the bound
+    tests in tests/core/test_estimators_metrics.py check it. Modules that replay many times to
     check schedules, costs or decisions skip it (the summary then says why)."""
     import stratus.intbound as ib
 

@@ -232,7 +232,7 @@ def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
 
 
 # the search is a function the test calls, so that the test can check what the whole
-# search saw (tests/test_cli_fuzz.py does the same)
+# search saw (tests/app/test_cli_fuzz.py does the same)
 @settings(max_examples=EXAMPLES, deadline=None,
           derandomize=os.environ.get("STRATUS_FUZZ_RANDOM") != "1",
           suppress_health_check=[HealthCheck.too_slow])

@@ -151,7 +151,7 @@ def check_bound(res):
     assert cost >= lo * (1 - 1e-9) - 1e-12, (s["scheduler"], cost, lo)
 
 
-# every property replay checks the bound too (tests/invariants.py); this adds on-demand
+# every property replay checks the bound too (tests/helpers/invariants.py); this adds on-demand
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=15)

@@ -1,4 +1,4 @@
-"""Corrupt-file fuzz for the spot price loaders (issue 9), as tests/corrupt.py does for the
+"""Corrupt-file fuzz for the spot price loaders (issue 9), as tests/helpers/corrupt.py does for the
 trace loaders: every damaged file either loads into valid step functions (finite positive
 prices, increasing times) or fails as one StratusError naming the file; never a crash."""
 

@@ -57,7 +57,7 @@ GOLDEN = {
 # workers; --jobs 1 keeps each replay in the test's process (no compare worker processes
 # competing with the xdist workers, and conftest.no_integer_bound applies: spawned workers
 # would compute the bound). A compare's numbers do not depend on --jobs or on the other
-# schedulers of the command (tests/test_runs.py checks parallel against serial).
+# schedulers of the command (tests/app/test_runs.py checks parallel against serial).
 CASES = [(trace, name) for trace in sorted(GOLDEN) for name in GOLDEN[trace]]
 
 
