@@ -30,7 +30,8 @@ TESTENV := env -u PYTHONDONTWRITEBYTECODE
 test: venv
 	$(TESTENV) $(PY) -m pytest -q
 
-# the inner loop: everything but the tests marked slow (golden, chaos, ...); `make test`
+# the inner loop, under a minute: everything but the tests marked slow (half a second or
+# more, processes, fuzzes, long properties, golden: docs/development.md#tests); `make test`
 # still runs them all
 test-fast: venv
 	$(TESTENV) $(PY) -m pytest -q -m "not slow"

@@ -3,7 +3,7 @@
 Stratus (§4.1) replays Amazon's spot price history for the m4 family in us-west-2 over three
 months from 2017-06-05. That history is not redistributable here, so this module generates a
 trace with the same properties Stratus reports. Calibration targets, each with its source
-and each checked by ``tests/test_spot.py``:
+and each checked by ``tests/pricing/test_spot.py``:
 
 1. **Discount** (§2.1, citing [28]): spot prices "typically remain 70-80% below the prices
    of corresponding on-demand instances". Target: the time-weighted mean of

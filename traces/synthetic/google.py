@@ -1,7 +1,7 @@
 """Google-2011-like batch workload (Stratus §4.2, "Google trace"), requests scaled to the
 largest m4 shape (64 vCPU, 256 GiB) as Stratus does.
 
-Calibration targets, each checked in tests/test_synthetic.py:
+Calibration targets, each checked in tests/traces/test_synthetic.py:
 
 - Volume: 100_000 * scale tasks expected per day (a knob, not from the trace: scale
   0.1..10 spans ~10k..~1M tasks a day).

@@ -1,7 +1,7 @@
 """TwoSigma-like batch workload (Stratus §4.2, "TwoSigma trace"), one day of the traced
 cluster at scale 1.
 
-Facts, each checked in tests/test_synthetic.py:
+Facts, each checked in tests/traces/test_synthetic.py:
 
 - Stratus §4.2: 3.2 million jobs over nine months (Jan.-Sept. 2016, 274 days), so 11,680
   jobs a day at scale 1 (``scale`` multiplies it); two clusters of 1313 machines in all, 24

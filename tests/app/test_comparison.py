@@ -1,0 +1,126 @@
+"""compare's normalized cost, cost over the bound and multi-slice spread; sensitivity (Fig. 8)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from stratus.app.cli import main
+from stratus.app.comparison import aggregate, annotate, sensitivity, spread
+
+SMALL = ["--trace", "synthetic:google?scale=0.02", "--hours", "4", "--seed", "3",
+         "--no-progress"]
+
+
+def _run(name, cost, lb_int=None, lb=1.0, **extra):
+    r = {"scheduler": name, "total_cost_usd": cost, "lower_bound_cost_usd": lb,
+         "utilization": {"constraining": 0.5}, "latency": {"p50": 1.0, "p95": 2.0},
+         "instances_acquired": 3, "migrations": 0, **extra}
+    if lb_int is not None:
+        r["lower_bound_integer_usd"] = lb_int
+    return r
+
+
+def test_annotate_normalizes_to_the_most_expensive_and_prefers_the_integer_bound():
+    runs = annotate([_run("a", 5.0, lb_int=2.5), _run("b", 10.0, lb=4.0)])
+    assert [r["normalized_cost"] for r in runs] == [0.5, 1.0]
+    assert runs[0]["cost_over_bound"] == 2.0 and runs[0]["bound_used"] == "lower_bound_integer_usd"
+    assert runs[1]["cost_over_bound"] == 2.5 and runs[1]["bound_used"] == "lower_bound_cost_usd"
+
+
+def test_annotate_free_runs_have_no_ratio():
+    runs = annotate([_run("a", 0.0, lb=0.0)])
+    assert runs[0]["normalized_cost"] is None and runs[0]["cost_over_bound"] is None
+
+
+def test_spread_is_sample_statistics_of_finite_values():
+    d = spread([1.0, 3.0, None, math.nan])
+    assert d == {"mean": 2.0, "std": pytest.approx(math.sqrt(2), abs=1e-6), "min": 1.0,
+                 "max": 3.0, "n": 2}
+    assert spread([None]) is None
+
+
+def test_aggregate_keeps_scheduler_order_and_counts_slices():
+    s1 = annotate([_run("x", 2.0), _run("y", 4.0)])
+    s2 = annotate([_run("x", 3.0), _run("y", 3.0)])
+    agg = aggregate([s1, s2])
+    assert [a["scheduler"] for a in agg] == ["x", "y"]
+    assert agg[0]["slices"] == 2
+    assert agg[0]["normalized_cost"]["mean"] == pytest.approx(0.75)
+    assert agg[1]["total_cost_usd"]["min"] == 3.0
+
+
+def test_sensitivity_relates_every_scheduler_to_the_first_and_to_h1():
+    pts = [(1.0, [_run("s", 10.0, instances_cleared=2), _run("n", 11.0)]),
+           (0.01, [_run("s", 20.0, instances_cleared=9), _run("n", 30.0)])]
+    doc = sensitivity(pts)
+    assert doc["h"] == [0.01, 1.0] and doc["schedulers"] == ["s", "n"]
+    rel = {(r["h"], r["scheduler"]): r["cost_ratio"] for r in doc["relative"]}
+    assert rel == {(0.01, "n"): 1.5, (1.0, "n"): 1.1}
+    by = {(p["h"], p["scheduler"]): p for p in doc["points"]}
+    assert by[(0.01, "s")]["cost_over_h1"] == 2.0
+    assert by[(0.01, "n")]["instances_cleared"]["mean"] == 0  # no migrator: none cleared
+
+
+@pytest.mark.slow
+def test_compare_json_has_normalized_cost_and_cost_over_bound(capsys):
+    assert main(["compare", *SMALL, "--schedulers", "stratus,task-per-instance", "--jobs", "1",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    runs = {r["scheduler"]: r for r in doc["runs"]}
+    assert max(r["normalized_cost"] for r in runs.values()) == 1.0
+    for r in runs.values():
+        assert r["cost_over_bound"] >= 1.0
+        assert r["normalized_cost"] == pytest.approx(
+            r["total_cost_usd"] / max(x["total_cost_usd"] for x in runs.values()), abs=1e-6)
+
+
+@pytest.mark.slow
+def test_compare_over_slices_reports_each_slice_and_the_spread(capsys):
+    assert main(["compare", *SMALL, "--schedulers", "task-per-instance,first-fit",
+                 "--slices", "2", "--jobs", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [s["slice"] for s in doc["slices"]] == [0, 1]
+    assert doc["slices"][0]["start_s"] != doc["slices"][1]["start_s"]
+    agg = {a["scheduler"]: a for a in doc["runs"]}
+    costs = [r["total_cost_usd"] for s in doc["slices"] for r in s["runs"]
+             if r["scheduler"] == "first-fit"]
+    assert agg["first-fit"]["total_cost_usd"]["mean"] == pytest.approx(sum(costs) / 2, abs=1e-5)
+    assert agg["first-fit"]["slices"] == 2
+
+
+@pytest.mark.slow
+def test_one_slice_of_many_is_the_same_as_slices_one(capsys):
+    main(["compare", *SMALL, "--schedulers", "first-fit", "--slice", "0", "--slices", "1",
+          "--jobs", "1", "--json"])
+    one = json.loads(capsys.readouterr().out)["runs"][0]
+    main(["compare", *SMALL, "--schedulers", "first-fit", "--slices", "1", "--jobs", "1",
+          "--json"])
+    many = json.loads(capsys.readouterr().out)["slices"][0]["runs"][0]
+    assert one["total_cost_usd"] == many["total_cost_usd"]
+
+
+@pytest.mark.slow
+def test_sensitivity_json(capsys):
+    assert main(["sensitivity", *SMALL, "--h", "1,10", "--jobs", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["h"] == [1.0, 10.0] and doc["schedulers"] == ["stratus", "stratus-noclear"]
+    assert len(doc["points"]) == 4
+    assert {r["h"] for r in doc["relative"]} == {1.0, 10.0}
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (["compare", *SMALL, "--slices", "0"], "--slices"),
+    (["compare", *SMALL, "--slices", "2", "--start", "0"], "--start"),
+    (["compare", *SMALL, "--schedulers", "stratus,stratus"], "twice"),
+    (["compare", *SMALL, "--schedulers", ","], "no scheduler"),
+    (["sensitivity", *SMALL, "--h", "1,-2"], "--h"),
+    (["sensitivity", *SMALL, "--h", "x"], "--h"),
+    (["sensitivity", *SMALL, "--estimator", "oracle"], "--estimator"),
+])
+def test_bad_options_are_one_clear_error(argv, what, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert what in err and err.count("\n") == 1

@@ -1,0 +1,307 @@
+"""`stratus sweep` and `stratus report` (issue 13): configs checked before anything runs,
+one atomic row per cell, a killed sweep resumes without recomputing, local and Dask give the
+same rows, a failing cell is recorded and does not stop the rest, the report's page loads
+in a real browser with every figure."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stratus.app import sweep_store as store
+from stratus.app.cli import main
+from tests.helpers.paths import ROOT
+
+WAITING = """
+command = "waiting"
+results = "{results}"
+[[traces]]
+label = "mms"
+spec = "synthetic:mms?hours=2&cpu=1&mem=4"
+seeds = [1, 2]
+[[grid]]
+policy = ["njw", "ajw-t"]
+s = [90, 100]
+[options]
+reserved_cores = 1
+reserved_mem_gb = 4
+reserved_discount = 0.6
+b = 900
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "cfg.toml", **kw) -> Path:
+    p = tmp_path / name
+    p.write_text(text.format(results=tmp_path / "res", **kw))
+    return p
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _rows(results: Path):
+    df = store.read_rows(results)
+    return df.drop(columns=["wall_seconds"]).sort_values("key").reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_sweep_runs_every_cell_once_then_skips_them(tmp_path, capsys):
+    cfg = _write(tmp_path, WAITING)
+    code, out, _ = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert doc["cells_total"] == 8 and doc["cells_run"] == 8 and doc["cells_skipped"] == 0
+    assert doc["results_dir"] == str(tmp_path / "res")
+    rows = store.read_rows(tmp_path / "res")
+    assert len(rows) == 8 and set(rows["status"]) == {"ok"}
+    assert rows["key"].is_unique
+    assert set(rows["opt_policy"]) == {"njw", "ajw-t"}
+    assert (rows["normalized_price"] > 0).all()
+    # a rerun has nothing to do; a grown grid runs only the new cells
+    code, out, _ = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    assert json.loads(out)["cells_skipped"] == 8 and json.loads(out)["cells_run"] == 0
+    cfg.write_text(cfg.read_text().replace("s = [90, 100]", "s = [90, 100, 110]"))
+    code, out, _ = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    doc = json.loads(out)
+    assert (doc["cells_total"], doc["cells_run"], doc["cells_skipped"]) == (12, 4, 8)
+
+
+def test_keys_follow_configuration_trace_content_and_code(tmp_path):
+    from stratus.app.sweep import identity, load_config
+
+    (tmp_path / "t.swf").write_text("1 0 0 100 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n")
+    text = WAITING.replace("synthetic:mms?hours=2&cpu=1&mem=4", str(tmp_path / "t.swf"))
+    plan = load_config(str(_write(tmp_path, text)))
+    c = plan.cells[0]
+    a = store.cell_key(identity(c.spec, "code1"))
+    assert a == store.cell_key(identity(c.spec, "code1"))
+    assert a != store.cell_key(identity(c.spec, "code2"))
+    (tmp_path / "t.swf").write_text("1 0 0 200 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n")
+    assert a != store.cell_key(identity(c.spec, "code1"))
+    # every cell of the grid has its own key
+    assert len({store.cell_key(identity(x.spec, "code1")) for x in plan.cells}) == len(plan.cells)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("command = 'replay'\nresults = 'r'\n", "needs at least one [[traces]]"),
+    ("command = 'nope'\nresults = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n", "command takes"),
+    ("results = 'r'\nbogus = 1\n[[traces]]\nspec = 'synthetic:mms'\n", "unknown top-level"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\nslices = 0\n", "slices"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\nwhat = 1\n", "unknown key"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\nscheduler = ['nosuch']\n",
+     "unknown scheduler 'nosuch'"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\ntick = [-5]\n", "synthetic:mms: tick takes a number of seconds >= 1"),
+    ("results = 'r'\n[[traces]]\nspec = 'synthetic:mms'\n[grid]\nscheduler = []\n", "empty"),
+    ("results = [\n", "not valid TOML"),
+])
+def test_a_bad_config_is_one_line_before_any_cell_runs(tmp_path, capsys, text, needle):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    code, out, err = _run(capsys, "sweep", cfg, "--results", tmp_path / "res")
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "res" / "rows").exists()
+
+
+def test_bad_executor_and_workers_and_results_inside_input(tmp_path, capsys):
+    cfg = _write(tmp_path, WAITING)
+    assert _run(capsys, "sweep", cfg, "--executor", "mpi")[0] == 2
+    assert _run(capsys, "sweep", cfg, "--workers", "0")[0] == 2
+    code, _, err = _run(capsys, "sweep", cfg, "--results", cfg)
+    assert code == 2 and "input" in err
+
+
+@pytest.mark.slow
+def test_a_failing_cell_is_recorded_the_rest_run_and_the_exit_says_so(tmp_path, capsys):
+    bad = tmp_path / "broken.swf"
+    bad.write_text("this is not a workload\n")
+    text = WAITING + f"""
+[[traces]]
+label = "broken"
+spec = "{bad}"
+"""
+    cfg = _write(tmp_path, text)
+    code, out, err = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["cells_failed"] == 4 and doc["cells_run"] == 12
+    rows = store.read_rows(tmp_path / "res")
+    failed = rows[rows["status"] == "failed"]
+    assert len(failed) == 4 and failed["error"].str.contains("broken.swf").all()
+    assert "cell failed" in err
+    # failed cells are retried, finished ones are not
+    code, out, _ = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["cells_skipped"] == 8 and doc["cells_run"] == 4
+
+
+KILLABLE = """
+command = "replay"
+results = "{results}"
+[[traces]]
+label = "g"
+spec = "synthetic:google?scale=0.01"
+hours = 2
+slices = 4
+seeds = [1]
+[[grid]]
+scheduler = ["stratus", "first-fit", "task-per-instance"]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # kills a sweep mid-run
+def test_a_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
+    cfg = _write(tmp_path, KILLABLE)
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "stratus.app.cli", "sweep", str(cfg), "--workers", "1",
+           "--json"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(store.finished_keys(res)) < 3:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = store.finished_keys(res)
+    assert 3 <= len(before) < 12, "the kill came too late to test a resume"
+    import pyarrow.parquet as pq
+
+    for p in (res / "rows").glob("*.parquet"):  # whole rows only: each file reads as one
+        assert pq.read_table(p).num_rows == 1
+    rows = store.read_rows(res)
+    assert len(rows) == len(before) and set(rows["status"]) == {"ok"}
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr
+    assert doc["cells_skipped"] == len(before)
+    assert doc["cells_run"] == 12 - len(before)
+    after = store.read_rows(res)
+    assert len(after) == 12 and after["key"].is_unique
+    kept = after[after["key"].isin(before)]  # the finished rows were not rewritten
+    assert set(kept["key"]) == before
+    assert not [p for p in (res / "rows").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # a pool, then a dask cluster
+def test_local_and_dask_local_give_identical_rows(tmp_path, capsys):
+    pytest.importorskip("dask.distributed", reason="the dist extra (dask[distributed]) is "
+                                                   "not installed")
+    cfg = _write(tmp_path, WAITING)
+    assert _run(capsys, "sweep", cfg, "--workers", "2", "--results", tmp_path / "a")[0] == 0
+    code, out, err = _run(capsys, "sweep", cfg, "--workers", "2", "--executor", "dask-local",
+                          "--results", tmp_path / "b", "--json")
+    assert code == 0, err
+    assert json.loads(out)["cells_run"] == 8
+    a, b = _rows(tmp_path / "a"), _rows(tmp_path / "b")
+    assert len(a) == 8
+    assert a.equals(b)
+
+
+REPORTED = """
+command = "replay"
+results = "{results}"
+[[traces]]
+label = "Google-like"
+spec = "synthetic:google?scale=0.005"
+hours = 1
+slices = 2
+seeds = [1]
+[[grid]]
+scheduler = ["stratus", "fleet", "hotspot", "scloud", "fargate", "scloud+pack"]
+[[grid]]
+scheduler = ["stratus", "fleet"]
+market = ["on-demand"]
+[[grid]]
+scheduler = ["stratus", "stratus-noclear"]
+h = [0.1, 1]
+"""
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory, spawner_lock):
+    """A finished replay sweep and a waiting sweep in one results directory, reported."""
+    tmp = tmp_path_factory.mktemp("report")
+    res = tmp / "res"
+    for i, text in enumerate((REPORTED, WAITING)):
+        cfg = tmp / f"c{i}.toml"
+        cfg.write_text(text.format(results=res))
+        with spawner_lock():
+            assert main(["sweep", str(cfg), "--workers", "2", "--no-progress"]) == 0
+    out = tmp / "report"
+    assert main(["report", str(res), "-o", str(out), "--json"]) == 0
+    return res, out
+
+
+@pytest.mark.slow
+def test_report_writes_a_page_whose_figures_all_exist(reported, capsys):
+    res, out = reported
+    page = (out / "index.html").read_text()
+    imgs = [x.split('"')[0] for x in page.split('<img src="')[1:]]
+    names = {p.name for p in out.iterdir()}
+    assert {"fig4-cost.png", "fig5-utilization.png", "fig6-ablation.png",
+            "fig7-on-demand.png", "fig8-sensitivity.png"} <= set(imgs)
+    assert any(i.startswith("waiting-") for i in imgs)
+    for i in imgs:
+        assert i in names and (out / i).stat().st_size > 1000
+    assert "Table 2" in page and "paper" in page and "± " in page
+    # a second report needs --force; the results are an input it never writes into
+    code, _, err = _run(capsys, "report", res, "-o", out)
+    assert code == 2 and "--force" in err
+    code, _, err = _run(capsys, "report", res, "-o", res / "rows")
+    assert code == 2 and "input" in err
+    code, out_text, _ = _run(capsys, "report", res, "-o", out, "--force")
+    assert code == 0 and "report: " in out_text and "fig4-cost" in out_text
+
+
+def test_report_of_nothing_is_one_line(tmp_path, capsys):
+    code, _, err = _run(capsys, "report", tmp_path, "-o", tmp_path / "out")
+    assert code == 2 and "not a sweep's results directory" in err
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_spawner_at_a_time")  # chromium
+def test_report_loads_in_headless_chromium_with_every_figure(reported, tmp_path):
+    sync = pytest.importorskip("playwright.sync_api", reason="playwright (the browser extra) "
+                               "is not installed").sync_playwright
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no browser at {CHROMIUM}: install Debian's chromium "
+                    "(apt install chromium) to run this test")
+    _, out = reported
+    errors = []
+    with sync() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((out / "index.html").as_uri())
+            page.wait_for_load_state("load")
+            imgs = page.eval_on_selector_all(
+                "img", "els => els.map(e => [e.getAttribute('src'), e.complete, "
+                       "e.naturalWidth])")
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert len(imgs) >= 6
+    for src, complete, width in imgs:
+        assert complete and width > 0, f"figure {src} did not load"

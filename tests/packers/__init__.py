@@ -1,0 +1,1 @@
+"""Tests of stratus.packers (packers/)."""

@@ -1,0 +1,1 @@
+"""Tests of stratus.pricing (pricing/): catalogs, price books, spot histories."""

@@ -1,0 +1,1 @@
+"""Tests of stratus.qos (QoPS, VQoPS, DVQoPS)."""

@@ -1,0 +1,2 @@
+"""Tests of stratus.scalers (scalers/), with the schedulers they make (Stratus, Fleet,
+Karpenter, HotSpot, SCloud)."""

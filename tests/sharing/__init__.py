@@ -1,0 +1,1 @@
+"""Tests of stratus.sharing (the shared cluster, chargeback)."""

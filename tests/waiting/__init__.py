@@ -1,0 +1,1 @@
+"""Tests of stratus.waiting: waiting policies, the reserved pool, spot speculation."""
