@@ -351,3 +351,16 @@ def test_the_listing_shows_options_and_aliases(capsys):
         if " = " in line and line.startswith("  "):
             alias, _, base = line.strip().partition(" = ")
             assert get_spec(base.split(" ")[0]).name == alias or "estimator" in base
+
+
+@pytest.mark.parametrize("command", ["compare", "sensitivity"])
+@pytest.mark.parametrize("pair", [("scloud+pack", "scloud?pack=true"),
+                                  ("stratus?clearing.threshold=0.4",
+                                   "stratus?clearing.threshold=0.40")])
+def test_two_names_of_one_scheduler_are_refused_like_one_name_twice(capsys, command, pair):
+    """compare would have replayed the scheduler twice and reported two rows of one name."""
+    code = main([command, "--trace", "synthetic:google?scale=0.01", "--hours", "1",
+                 "--schedulers", ",".join(pair)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "names one scheduler twice" in err and pair[1] in err

@@ -163,7 +163,7 @@ class CompareSpec(CloudSpec):
         super().check()
         _check_slice_plan(self)
         if self.schedulers:  # each checked, its parameters in canonical form
-            object.__setattr__(self, "schedulers", tuple(_scheduler(n) for n in self.schedulers))
+            object.__setattr__(self, "schedulers", _canonical(self.schedulers))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,7 +184,20 @@ class SensitivitySpec(CloudSpec):
             raise ConfigError("sensitivity sets the estimator itself (noisy:h); drop "
                               "--estimator")
         _check_slice_plan(self)
-        object.__setattr__(self, "schedulers", tuple(_scheduler(n) for n in self.schedulers))
+        object.__setattr__(self, "schedulers", _canonical(self.schedulers))
+
+
+def _canonical(given: tuple[str, ...]) -> tuple[str, ...]:
+    """Each name checked and in canonical form; two names of one scheduler
+    (``scloud+pack`` and ``scloud?pack=true``) are refused, as two equal names are."""
+    out: dict[str, str] = {}
+    for n in given:
+        c = _scheduler(n)
+        if c in out:
+            raise ConfigError(f"--schedulers names one scheduler twice: {out[c]!r} and {n!r} "
+                              f"(both {c})")
+        out[c] = n
+    return tuple(out)
 
 
 def _check_slice_plan(s: WindowSpec) -> None:
