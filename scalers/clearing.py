@@ -9,10 +9,14 @@ new, cheaper instance is acquired for all of them (the best type by the §3.3 sc
 types cheaper than the candidate). A candidate is cleared only if its longest task's
 predicted remaining runtime exceeds the migration time (plus the expected spin-up when a
 new instance is needed). Migrated tasks keep their progress (the engine's migration).
+
+Reserved instances (stratus.reserved) are never candidates: they are billed to the end
+whether emptied or not. Tasks may be re-packed onto them.
 """
 
 from __future__ import annotations
 
+from stratus.pricing.prices import RESERVED
 from stratus.scalers.cost_efficiency import normalized_used_constraining
 
 from stratus.base.resources import fits
@@ -61,8 +65,8 @@ class InstanceClearing(Part):
         prev, ticks, thr = self.low, self.ticks, self.threshold
         pfree = plan.free
         for inst in view.instances:  # every tick, every instance: kept tight
-            if inst.state != READY:
-                continue
+            if inst.state != READY or inst.market == RESERVED:
+                continue  # a reserved instance is paid for to the end: never cleared
             iid = inst.iid
             if iid in cordoned:
                 continue

@@ -33,6 +33,7 @@ from itertools import compress, count
 from operator import ne
 
 from stratus.packers.free_index import GONE, free_of
+from stratus.pricing.prices import RESERVED
 from stratus.scalers.task_per_instance import acquirable, bid_for
 
 from stratus.compose import Plan
@@ -184,8 +185,8 @@ class PriceHopping:
         spin = (lo + hi) / 2
         planned: set[int] | None = None
         for (tname, market, mask), members in self._groups.items():
-            if not members:
-                continue
+            if not members or market == RESERVED:
+                continue  # a reserved instance is prepaid to the end: nothing to save
             target, p_new = None, 0.0
             for i, t in enumerate(catalog):  # the cheapest acquirable type the load fits
                 if mask >> i & 1 and t.name in okset and (target is None or price[t.name] < p_new):

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree
 from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import RESERVED
 
 from stratus.base.resources import Vec, fits
 from stratus.compose import Plan
@@ -213,7 +214,8 @@ class KarpenterConsolidation:
             new_sig[iid] = s
             new_since[iid] = t0
             if (inst.state == READY and iid not in draining and now - t0 >= settle
-                    and pfree(inst) == inst.free):  # nothing planned on or off it this tick
+                    and pfree(inst) == inst.free and inst.market != RESERVED):
+                # a reserved node is prepaid to the end: never deleted nor replaced  # nothing planned on or off it this tick
                 cands.append(inst)
         self._sig, self._since = new_sig, new_since
         if not cands:

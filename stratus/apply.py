@@ -12,6 +12,7 @@ from stratus.cloud import Cloud
 from stratus.decisions import Decisions
 from stratus.model import PENDING, READY, RUNNING, TASK_STATES, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import RESERVED
 from stratus.taskbook import TaskBook
 
 
@@ -138,6 +139,9 @@ class DecisionApplier:
                 act.begin_transfer(task, t)
         for inst in dec.releases:
             self.check_live(inst)
+            if inst.market == RESERVED:
+                raise self.bad(f"cannot release {inst!r}: a reserved instance runs to the "
+                               f"end of the replay")
             if inst._tasks:
                 raise self.bad(f"cannot release {inst!r}: it still holds tasks")
             act.release(inst, t)
@@ -145,6 +149,8 @@ class DecisionApplier:
             inst = self.cloud.alive.get(iid)
             if inst is None:
                 raise self.bad(f"keep: instance {iid} is not live")
+            if inst.market == RESERVED:
+                continue  # kept to the end whatever a policy says (stratus.reserved)
             inst.keep = bool(keep)
             inst.was_kept |= inst.keep
             act.maybe_release(inst, t)

@@ -16,7 +16,7 @@ from stratus.kernel import Kernel
 from stratus.ledger import Ledger
 from stratus.model import READY, RELEASED, Instance
 from stratus.pricing.catalog import Catalog, InstanceType
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
+from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook
 
 SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
 
@@ -37,6 +37,9 @@ class Cloud:
         self.spinup_s = spinup_s
         self.alive: dict[int, Instance] = {}
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
+        # reserved instances (stratus.reserved): live from the first tick to the end
+        self.reserved: dict[int, Instance] = {}
+        self.n_reserved = 0
         self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
         self.released: list[Instance] | None = [] if record else None  # the objects too
         self.current_price: dict[tuple[str, str], float] = {}
@@ -121,6 +124,26 @@ class Cloud:
             self._warn(inst, t)
         return inst
 
+    def add_reserved(self, itype: InstanceType, t: float) -> Instance:
+        """A reserved instance, up at ``t`` with no spin-up (prepaid capacity is running
+        before the window opens) and no random draw; kept (never released when idle), never
+        revoked, and it does not crash (docs/decisions.md, "Reserved instances")."""
+        inst = Instance(next(self._iid), itype, RESERVED, None, t)
+        inst.keep = inst.was_kept = True
+        inst.state = READY
+        inst.ready_at = t
+        inst._used_since = t
+        self.alive[inst.iid] = inst
+        self.reserved[inst.iid] = inst
+        self.n_reserved += 1
+        return inst
+
+    def busy(self) -> bool:
+        """An instance other than an idle reserved one is live."""
+        if len(self.alive) > self.n_reserved:
+            return True
+        return self.n_reserved > 0 and any(i._tasks for i in self.reserved.values())
+
     def ready(self, inst: Instance, t: float) -> None:
         """The instance is up: running, and from now on subject to crashes."""
         inst.state = READY
@@ -142,6 +165,9 @@ class Cloud:
         inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)
         if inst.market == SPOT:
             del self._spot_live[inst.itype.name][inst.iid]
+        elif inst.market == RESERVED:
+            del self.reserved[inst.iid]
+            self.n_reserved -= 1
         self.ledger.add(inst)
         if self.released is not None:  # the audit checks every instance object
             self.released.append(inst)

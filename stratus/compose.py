@@ -124,6 +124,32 @@ class Plan:
         return acq
 
 
+def fill_reserved(plan: Plan, reserved: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
+    """First fit of ``tasks`` (in order) onto the reserved instances (oldest first, none
+    cordoned): prepaid capacity costs nothing more to use, so every composition fills it
+    before its own parts run (docs/decisions.md, "Reserved instances"). Returns the tasks
+    left, in order."""
+    cordoned = plan.cordoned
+    room = [i for i in reserved if i.iid not in cordoned]
+    left: list[Task] = []
+    failed: set = set()  # requests of unflagged tasks that fit no reserved instance
+    for task in tasks:
+        if not room or (task.req in failed and not task.anti_affinity):
+            left.append(task)
+            continue
+        for inst in room:
+            if plan.fits(task, inst):
+                free = plan.place(task, inst)
+                if not (free[0] and free[1]):  # no CPU or no memory left: full
+                    room.remove(inst)
+                break
+        else:
+            left.append(task)
+            if not task.anti_affinity:
+                failed.add(task.req)
+    return left
+
+
 def conflicts(tasks: Iterable[Task]) -> bool:
     """Whether ``tasks`` hold two flagged tasks of one job (they may not share an instance)."""
     seen: set[int] = set()
@@ -274,6 +300,10 @@ class ComposedScheduler:
                     cordoned.discard(iid)
         plan = Plan(view, cordoned)
         pending = view.pending
+        if pending:
+            reserved = view.reserved_instances
+            if reserved:  # prepaid capacity first, whatever the parts (stratus.reserved)
+                pending = fill_reserved(plan, reserved, pending)
         if pending:
             left = self.packer.pack(view, plan, pending) if self.packer else list(pending)
             if left:

@@ -65,7 +65,8 @@ from stratus.model import (
     sealed,
 )
 from stratus.pricing.catalog import M4, Catalog, InstanceType
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
+from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
+from stratus.reserved import check_discount, check_reserved, reserved_rate
 from stratus.result import ReplayResult
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
@@ -101,6 +102,11 @@ class ReplayConfig:
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
+    # reserved instances (stratus.reserved): ((type name, count), ...), ready from the first
+    # tick to the end, billed for that whole horizon; parse_reserved reads TYPE:COUNT,...
+    reserved: tuple[tuple[str, int], ...] = ()
+    # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
+    reserved_discount: float | None = None
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
     # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
@@ -123,6 +129,8 @@ class ReplayConfig:
                 raise ConfigError(f"ReplayConfig.faults takes a Faults object, got "
                                   f"{self.faults!r} (stratus.faults.parse_faults reads a spec)")
             self.faults.validate()
+        check_reserved(self.reserved, self.catalog, "ReplayConfig.reserved")
+        check_discount(self.reserved_discount, "ReplayConfig.reserved_discount")
 
 
 class Engine:
@@ -152,6 +160,12 @@ class Engine:
         prices = cfg.prices
         if prices.catalog is not cfg.catalog:
             cfg.catalog = prices.catalog
+        if cfg.reserved:  # their rates (stratus.reserved); without, the book is untouched
+            check_reserved(cfg.reserved, cfg.catalog, "ReplayConfig.reserved")
+            prices = cfg.prices = prices.with_series(
+                {(name, RESERVED): PriceSeries.constant(
+                    reserved_rate(cfg.catalog[name], cfg.reserved_discount))
+                 for name, _ in cfg.reserved})
         markets = tuple(cfg.markets or (cfg.market,))
         if cfg.market not in markets:
             raise ConfigError(f"default market {cfg.market!r} is not among allowed markets {markets}")
@@ -294,7 +308,8 @@ class Engine:
         self.book.pending.append(task)
 
     def _end_if_done(self) -> None:
-        if self.book.n_done == self.work.n and not self.cloud.alive:
+        # reserved instances stay to the end: only the others keep a replay going
+        if self.book.n_done == self.work.n and len(self.cloud.alive) == self.cloud.n_reserved:
             self.kernel.stop()
 
     # ------------------------------------------------------------------ events
@@ -320,7 +335,7 @@ class Engine:
         tasks = book.job_finished(tid, task, t)
         if tasks is not None:
             self.estimator.observe(tasks, t)
-        if book.n_done == self.work.n and not self.cloud.alive:
+        if book.n_done == self.work.n and len(self.cloud.alive) == self.cloud.n_reserved:
             self.kernel.stop()
 
     def _on_migrated(self, tid: int, epoch: int, t: float) -> None:
@@ -462,7 +477,7 @@ class Engine:
     def _next_tick_after(self, t: float) -> float:
         tick = self.cfg.tick_s
         book = self.book
-        if self.cloud.alive or book.pending or book.all_arrived:
+        if self.cloud.busy() or book.pending or book.all_arrived:
             return (math.floor(t / tick + 1e-9) + 1) * tick
         nxt = self.work.submit_list[book.next_arrival]
         return max(math.ceil(nxt / tick - 1e-9) * tick, (math.floor(t / tick + 1e-9) + 1) * tick)
@@ -473,7 +488,7 @@ class Engine:
         book, cloud, n = self.book, self.cloud, self.work.n
         book.arrive(t, self.estimator)
         self.ticks += 1
-        if book.pending or cloud.alive:
+        if book.pending or cloud.busy():
             with sealed():
                 dec = self.scheduler.schedule(self.view)
             if dec:
@@ -526,6 +541,9 @@ class Engine:
         first_tick = math.ceil(self.work.submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
         self.kernel.now = first_tick
         self.cloud.open_prices(first_tick)
+        for name, count in cfg.reserved:  # prepaid: up from the first tick (stratus.reserved)
+            for _ in range(count):
+                self.cloud.add_reserved(cfg.catalog[name], first_tick)
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
         self.kernel.schedule(first_tick, EV_TICK)
@@ -565,12 +583,15 @@ class Engine:
         cloud, book = self.cloud, self.book
         if cloud.shortage_forever():
             return "capacity can never be had: every acquisition request fails (ice:1)"
-        if cloud.alive:
+        if cloud.busy():
             return None
         if not book.pending and book.all_arrived:
             return None
         if cloud.price_events or ON_DEMAND in cloud.markets:
             return None
+        if any(all(r <= c for r, c in zip(task.req, inst.itype.capacity))
+               for task in book.pending for inst in cloud.reserved.values()):
+            return None  # idle reserved instances: the next tick places what fits them
         ok = self.view.acquirable_types(shortages=False) if SPOT in cloud.markets else []
         if ok and (not book.all_arrived or any(
                 all(r <= c for r, c in zip(task.req, it.capacity))

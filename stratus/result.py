@@ -104,11 +104,14 @@ class ReplayResult:
         t0 = min(acc.seg_start, default=0.0)
         t1 = max(acc.seg_end, default=0.0)
         prices, markets = cloud.prices, cloud.markets
-        rho_t, rho = cheapest_unit_prices(prices, e.cfg.catalog, markets, t0, t1)
+        bprices, bmarkets = prices, markets  # what the lower bounds may rent
+        if e.cfg.reserved:  # the reserved types at their rates too
+            bprices, bmarkets = _with_reserved(prices, e.cfg.catalog, markets, e.cfg.reserved)
+        rho_t, rho = cheapest_unit_prices(bprices, e.cfg.catalog, bmarkets, t0, t1)
         lower = fluid_lower_bound(seg_start, seg_end, reqs, rho_t, rho)
         int_stats: dict = {}
-        lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, prices,
-                                                  e.cfg.catalog, markets, e.cfg.tick_s,
+        lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, bprices,
+                                                  e.cfg.catalog, bmarkets, e.cfg.tick_s,
                                                   rho_t, rho, int_stats)
 
         # resource-time of tasks making progress (run segments), per dimension
@@ -164,6 +167,11 @@ class ReplayResult:
             summary["lower_bound_integer_note"] = lower_int_note
         if cloud.faults is not None:  # only when asked for: a replay without is unchanged
             summary["faults"] = fault_summary(cloud, acc)
+        if e.cfg.reserved:  # only when asked for (stratus.reserved): counted in
+            # instances_acquired too, billed in cost_by_market["reserved"]
+            summary["reserved_instances"] = sum(n for _, n in e.cfg.reserved)
+            summary["reserved"] = ",".join(f"{name}:{n}" for name, n in e.cfg.reserved)
+            summary["reserved_cost_usd"] = _r(cost_by_market.get("reserved", 0.0))
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -180,6 +188,20 @@ class ReplayResult:
                      "instances": {i.iid: i for i in cloud.released}, "req": work.req,
                      "prices": prices, "crashes": acct.crash_log}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def _with_reserved(prices, catalog, markets, reserved):
+    """The price book the lower bounds read under ``--reserved``: the allowed markets, and
+    the reserved market for the reserved types only (a bound that could rent any type
+    reserved would be valid too, only looser). A bound is still one: every instance, the
+    reserved ones included, costs at least the cheapest unit price over these."""
+    from stratus.pricing.prices import RESERVED, PriceBook
+
+    series = {(t.name, m): prices.series(t.name, m)
+              for t in catalog for m in markets if prices.has(t.name, m)}
+    for name, _ in reserved:
+        series[(name, RESERVED)] = prices.series(name, RESERVED)
+    return PriceBook(catalog, series, name=prices.name), (*markets, RESERVED)
 
 
 def usage_by_family(instances: pd.DataFrame, catalog) -> dict:

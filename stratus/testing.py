@@ -27,7 +27,7 @@ from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
 from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task, sealed
 from stratus.pricing.catalog import M4, Catalog, InstanceType
-from stratus.pricing.prices import ON_DEMAND, SPOT
+from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
 
 MIB_BITS = 8 * 1024 * 1024
 
@@ -77,8 +77,14 @@ class StaticView:
                      market: str | None = None, ready: bool = True,
                      iid: int | None = None) -> Instance:
         """A live instance holding ``tasks``, each ``(task, elapsed_s, estimate_s)``
-        (running if the instance is ready, else waiting for it to boot)."""
+        (running if the instance is ready, else waiting for it to boot). ``market``
+        "reserved" makes it a reserved instance (stratus.reserved), priced as the engine
+        prices one unless ``set_price`` says otherwise."""
         t = self.catalog[itype] if isinstance(itype, str) else itype
+        if market == RESERVED:
+            from stratus.reserved import reserved_rate
+
+            self._price.setdefault((t.name, RESERVED), reserved_rate(t, None))
         iid = len(self._alive) if iid is None else iid
         if iid in self._alive:
             raise ValueError(f"instance id {iid} is taken")
@@ -136,6 +142,10 @@ class StaticView:
     @property
     def instances(self) -> Iterable[Instance]:
         return self._alive.values()
+
+    @property
+    def reserved_instances(self) -> Iterable[Instance]:
+        return [i for i in self._alive.values() if i.market == RESERVED]
 
     def instance(self, iid: int) -> Instance:
         return self._alive[iid]

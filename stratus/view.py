@@ -66,6 +66,12 @@ class ClusterView:
         """Live (requested or running) instances, oldest first."""
         return self._cloud.alive.values()
 
+    @property
+    def reserved_instances(self) -> Iterable[Instance]:
+        """The live reserved instances (stratus.reserved), oldest first: prepaid, up to the
+        end of the replay; a policy may place and migrate onto them, never release them."""
+        return self._cloud.reserved.values()
+
     def instance(self, iid: int) -> Instance:
         return self._cloud.alive[iid]
 

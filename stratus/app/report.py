@@ -70,6 +70,10 @@ def summary_table(s: dict) -> str:
         if key in s and (key != "revocations" or s[key]):
             rows.append((key.replace("_", " "), f"{s[key]:,}"))
     rows.append(("cost by type ($)", ", ".join(f"{k} {v:,.2f}" for k, v in s["cost_by_type"].items())))
+    if s.get("reserved_instances"):  # --reserved: prepaid instances, in instances acquired
+        rows.append(("reserved (in acquired)", f"{s['reserved']} ({s['reserved_instances']:,} "
+                                               f"instance{'s' * (s['reserved_instances'] != 1)}"
+                                               f", ${s['reserved_cost_usd']:,.2f})"))
     aa = s.get("anti_affinity")
     if aa:  # the trace carries anti-affinity flags (Stratus §4.2 assumption 2)
         rows.append(("anti-affinity", f"{'on' if aa['honoured'] else 'off (ignored)'}: "

@@ -47,13 +47,16 @@ def replay_config(spec: CloudSpec):
     from stratus.faults import parse_faults
     from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
+    from stratus.reserved import parse_reserved
 
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
                        migration_mbps=spec.migration_mbps,
                        migration_footprint=spec.migration_footprint, seed=spec.seed,
                        catalog=get_catalog(spec.catalog), max_hours=spec.max_hours,
                        faults=parse_faults(spec.faults),
-                       anti_affinity=spec.anti_affinity != "off")
+                       anti_affinity=spec.anti_affinity != "off",
+                       reserved=parse_reserved(spec.reserved),
+                       reserved_discount=spec.reserved_discount)
     configure_market(cfg, spec.market, spec.spot_prices, spec.spot_zone, spec.spot_start)
     return cfg
 

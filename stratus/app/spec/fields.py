@@ -188,6 +188,34 @@ def _faults(v):
     return str(v)
 
 
+def _reserved(v):
+    """``TYPE:COUNT[,TYPE:COUNT...]`` in canonical form (None: none); the types are checked
+    against the catalog by the spec (CloudSpec.check)."""
+    if v is None:
+        return None
+    from stratus.reserved import parse_reserved, reserved_text
+
+    if isinstance(v, (list, tuple)):  # a sweep config's list of "TYPE:COUNT" items
+        if not all(isinstance(x, str) for x in v):
+            raise Bad(f"takes TYPE:COUNT[,TYPE:COUNT...], got {v!r}")
+        v = ",".join(v)
+    if not isinstance(v, str):
+        raise Bad(f"takes TYPE:COUNT[,TYPE:COUNT...], got {v!r}")
+    return reserved_text(parse_reserved(v, LABEL.get()("reserved"))) or None
+
+
+def _discount(v):
+    if v is None:
+        return None
+    try:
+        x = number("a fraction", 0, hi=1)(v)
+    except Bad:
+        x = None
+    if x is None or not x < 1:
+        raise Bad(f"takes a fraction >= 0 and < 1, got {v!r}")
+    return x
+
+
 def _market(v):
     if v not in ("spot", "on-demand"):
         raise ConfigError(f"unknown market {v!r} for elastic acquisitions; known: on-demand, "

@@ -12,12 +12,14 @@ from stratus.app.spec.fields import (
     Bad,
     Spec,
     _catalog,
+    _discount,
     _estimator,
     _faults,
     _footprint,
     _market,
     _on_off,
     _path,
+    _reserved,
     _scheduler,
     _spinup,
     _trace,
@@ -113,6 +115,14 @@ class CloudSpec(WindowSpec, SpotPrices):
                                   "instance-hour; a request fails with probability P, and "
                                   "with ice-window its type stays unavailable S seconds "
                                   "(default: none)")
+    reserved: str | None = opt(None, _reserved, metavar="TYPE:COUNT[,TYPE:COUNT...]",
+                               help="reserved instances of --catalog types, up from the first "
+                                    "tick to the end and billed for all of it, used or not; "
+                                    "never released, revoked or crashed (default: none)")
+    reserved_discount: float | None = opt(None, _discount, metavar="D",
+                                          help="price --reserved instances at (1 - D) x "
+                                               "on-demand, D in [0, 1) (default: the "
+                                               "catalog's reserved rate, else D = 0.6)")
     anti_affinity: str = opt("on", _on_off, choices=("on", "off"),
                              help="honour the trace's anti_affinity flags: no two flagged "
                                   "tasks of one job on one instance at once (off ignores them)")
@@ -124,6 +134,13 @@ class CloudSpec(WindowSpec, SpotPrices):
         if self.spot_zone and not self.spot_prices:
             raise ConfigError("--spot-zone needs --spot-prices (the bundled trace has one "
                               "zone)")
+        if self.reserved is not None:
+            from stratus.app.spec.fields import LABEL
+            from stratus.pricing.catalog_files import get_catalog
+            from stratus.reserved import check_reserved, parse_reserved
+
+            check_reserved(parse_reserved(self.reserved), get_catalog(self.catalog),
+                           LABEL.get()("reserved"))
 
     def cloud(self, **changes) -> CloudSpec:
         """Just the cloud and the window (what one replay needs), with ``changes``."""

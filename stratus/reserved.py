@@ -1,0 +1,108 @@
+"""Reserved instances inside the engine (issue 23, item 1): capacity paid for up front.
+
+``--reserved TYPE:COUNT[,TYPE:COUNT...]`` gives a replay COUNT instances of each TYPE in
+the "reserved" market, ready from the window's first scheduling tick to the replay's end.
+They are never released before the end (not when idle, not by a policy), and the bill
+holds each for that whole horizon at its reserved rate, used or not. The rate, as the
+waiting-policy commands price a reserved server (paper 000 §5, ``stratus.waiting.bill``):
+with ``--reserved-discount D``, (1 - D) x on-demand; without, the catalog's
+``reserved_hourly`` where it has one, else (1 - 0.6) x on-demand (the papers' discount).
+They are not revoked, do not crash and are never refused for insufficient capacity
+(docs/decisions.md, "Reserved instances").
+"""
+
+from __future__ import annotations
+
+import math
+
+from stratus.base.errors import ConfigError
+
+DEFAULT_DISCOUNT = 0.6  # reserved = 0.4 x on-demand where the catalog has no rate (000 §5)
+MAX_COUNT = 100_000  # per type: a typo such as m4.large:1000000000 fails, not the memory
+
+
+def parse_reserved(text: str | None, what: str = "--reserved") -> tuple[tuple[str, int], ...]:
+    """``TYPE:COUNT[,TYPE:COUNT...]`` to ((type, count), ...), in the order given; None or
+    "" (the default): none. Every mistake is one ConfigError naming ``what`` and the part.
+    Types are checked against a catalog by ``check_reserved``."""
+    if text is None:
+        return ()
+    if not isinstance(text, str):
+        raise ConfigError(f"{what} takes TYPE:COUNT[,TYPE:COUNT...], got {text!r}")
+    text = text.strip()
+    if not text:
+        return ()
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for part in text.split(","):
+        part = part.strip()
+        name, sep, count = part.rpartition(":")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(f"{what}: {part!r} is not TYPE:COUNT (e.g. m4.10xlarge:2)")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            raise ConfigError(f"{what}: {part!r}: the count must be a whole number >= 1, "
+                              f"got {count.strip()!r}") from None
+        if not 1 <= n <= MAX_COUNT:
+            raise ConfigError(f"{what}: {part!r}: the count must be from 1 to {MAX_COUNT:,}, "
+                              f"got {n}")
+        if name in seen:
+            raise ConfigError(f"{what}: type {name!r} given twice")
+        seen.add(name)
+        out.append((name, n))
+    return tuple(out)
+
+
+def reserved_text(reserved: tuple[tuple[str, int], ...]) -> str:
+    """The canonical ``TYPE:COUNT,...`` form of a parsed value ("" for none)."""
+    return ",".join(f"{name}:{n}" for name, n in reserved)
+
+
+def check_reserved(reserved, catalog, what: str = "--reserved") -> None:
+    """``reserved`` is a tuple of (type name, count >= 1) pairs naming ``catalog``'s types."""
+    if not isinstance(reserved, tuple):
+        raise ConfigError(f"{what} takes a tuple of (type, count) pairs "
+                          f"(stratus.reserved.parse_reserved reads TYPE:COUNT,...), got "
+                          f"{reserved!r}")
+    seen: set[str] = set()
+    for pair in reserved:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], int) and not isinstance(pair[1], bool)):
+            raise ConfigError(f"{what}: {pair!r} is not a (type, count) pair")
+        name, n = pair
+        if name not in catalog:
+            known = ", ".join(t.name for t in catalog)
+            raise ConfigError(f"{what}: unknown instance type {name!r} in catalog "
+                              f"{catalog.name!r} (known: {known})")
+        if not 1 <= n <= MAX_COUNT:
+            raise ConfigError(f"{what}: {name}: the count must be from 1 to {MAX_COUNT:,}, "
+                              f"got {n}")
+        if name in seen:
+            raise ConfigError(f"{what}: type {name!r} given twice")
+        seen.add(name)
+
+
+def check_discount(d, what: str = "--reserved-discount") -> float | None:
+    """None (the catalog's rates), or a fraction in [0, 1)."""
+    if d is None:
+        return None
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or not (
+            math.isfinite(d) and 0.0 <= d < 1.0):
+        raise ConfigError(f"{what} takes a fraction in [0, 1), got {d!r}")
+    return float(d)
+
+
+def reserved_rate(itype, discount: float | None) -> float:
+    """$/h of a reserved instance of ``itype``: (1 - discount) x on-demand; with no
+    discount, the catalog's reserved rate, else (1 - DEFAULT_DISCOUNT) x on-demand."""
+    if discount is None:
+        if itype.reserved_hourly is not None:
+            return float(itype.reserved_hourly)
+        discount = DEFAULT_DISCOUNT
+    return (1.0 - discount) * itype.ondemand_hourly
+
+
+__all__ = ["DEFAULT_DISCOUNT", "check_discount", "check_reserved", "parse_reserved",
+           "reserved_rate", "reserved_text"]
