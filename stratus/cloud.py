@@ -39,7 +39,6 @@ class Cloud:
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
         # reserved instances (stratus.reserved): live from the first tick to the end
         self.reserved: dict[int, Instance] = {}
-        self.n_reserved = 0
         self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
         self.released: list[Instance] | None = [] if record else None  # the objects too
         self.current_price: dict[tuple[str, str], float] = {}
@@ -135,8 +134,11 @@ class Cloud:
         inst._used_since = t
         self.alive[inst.iid] = inst
         self.reserved[inst.iid] = inst
-        self.n_reserved += 1
         return inst
+
+    @property
+    def n_reserved(self) -> int:
+        return len(self.reserved)
 
     def busy(self) -> bool:
         """An instance other than an idle reserved one is live."""
@@ -167,7 +169,6 @@ class Cloud:
             del self._spot_live[inst.itype.name][inst.iid]
         elif inst.market == RESERVED:
             del self.reserved[inst.iid]
-            self.n_reserved -= 1
         self.ledger.add(inst)
         if self.released is not None:  # the audit checks every instance object
             self.released.append(inst)
