@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 
 from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
 
-from stratus.compose import Plan
+from stratus.compose import Plan, first_fit
 from stratus.model import Task
 from stratus.view import ClusterView
 
@@ -89,13 +89,4 @@ class FirstFit:
     @staticmethod
     def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
               cordoned: Collection[int] = ()) -> list[Task]:
-        insts = [i for i in view.instances if i.iid not in cordoned]
-        left = []
-        for task in tasks:
-            for inst in insts:
-                if plan.fits(task, inst):
-                    plan.place(task, inst)
-                    break
-            else:
-                left.append(task)
-        return left
+        return first_fit(plan, (i for i in view.instances if i.iid not in cordoned), tasks)

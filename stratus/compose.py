@@ -124,30 +124,34 @@ class Plan:
         return acq
 
 
-def fill_reserved(plan: Plan, reserved: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
-    """First fit of ``tasks`` (in order) onto the reserved instances (oldest first, none
-    cordoned): prepaid capacity costs nothing more to use, so every composition fills it
-    before its own parts run (docs/decisions.md, "Reserved instances"). Returns the tasks
-    left, in order."""
-    cordoned = plan.cordoned
-    room = [i for i in reserved if i.iid not in cordoned]
+def first_fit(plan: Plan, instances: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
+    """Each task (in order) on the first of ``instances`` it fits in ``plan``; the tasks
+    left, in order. A request that fitted none is not tried again this call (placements only
+    take room), except for a flagged task, whose fit depends on its job."""
+    insts = list(instances)
     left: list[Task] = []
-    failed: set = set()  # requests of unflagged tasks that fit no reserved instance
+    failed: set = set()
     for task in tasks:
-        if not room or (task.req in failed and not task.anti_affinity):
+        if not insts or (task.req in failed and not task.anti_affinity):
             left.append(task)
             continue
-        for inst in room:
+        for inst in insts:
             if plan.fits(task, inst):
-                free = plan.place(task, inst)
-                if not (free[0] and free[1]):  # no CPU or no memory left: full
-                    room.remove(inst)
+                plan.place(task, inst)
                 break
         else:
             left.append(task)
             if not task.anti_affinity:
                 failed.add(task.req)
     return left
+
+
+def fill_reserved(plan: Plan, reserved: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
+    """First fit of ``tasks`` onto the reserved instances (oldest first, none cordoned):
+    prepaid capacity costs nothing more to use, so every composition fills it before its
+    own parts run (docs/decisions.md, "Reserved instances"). Returns the tasks left."""
+    cordoned = plan.cordoned
+    return first_fit(plan, (i for i in reserved if i.iid not in cordoned), tasks)
 
 
 def conflicts(tasks: Iterable[Task]) -> bool:
