@@ -64,7 +64,7 @@ from stratus.model import (
     Task,
     sealed,
 )
-from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
 from stratus.reserved import check_discount, check_reserved, reserved_rate
 from stratus.result import ReplayResult
@@ -193,6 +193,8 @@ class Engine:
         self.cloud = Cloud(k, cfg.catalog, prices, markets, cfg.spinup_s, cfg.seed, cfg.faults,
                            cfg.record)
         self.acct = Accounting(len(cfg.catalog.types[0].capacity), cfg.record)
+        # the Actuator's acquire is the cloud's request itself: no layer between, once a task
+        self.acquire = self.cloud.request
         self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
         self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
         for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self._on_finish),
@@ -217,10 +219,6 @@ class Engine:
         return task.req[1] * self._mig_fraction * MIB_BITS / self._mig_bits_per_s
 
     # ------------------------------------------------------------------ instances
-    def acquire(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
-                t: float) -> Instance:
-        return self.cloud.request(itype, market, bid, keep, t)
-
     def hold(self, inst: Instance, task: Task, t: float) -> None:
         """``task`` holds its request on ``inst`` from ``t`` (running, waiting for the
         instance, or reserved as a migration's destination)."""
@@ -335,8 +333,8 @@ class Engine:
         tasks = book.job_finished(tid, task, t)
         if tasks is not None:
             self.estimator.observe(tasks, t)
-        if book.n_done == self.work.n and len(self.cloud.alive) == self.cloud.n_reserved:
-            self.kernel.stop()
+        if book.n_done == self.work.n:  # tested here first: the call only at the last finish
+            self._end_if_done()
 
     def _on_migrated(self, tid: int, epoch: int, t: float) -> None:
         book = self.book
