@@ -33,7 +33,6 @@ def parse_reserved(text: str | None, what: str = "--reserved") -> tuple[tuple[st
     if not text:
         return ()
     out: list[tuple[str, int]] = []
-    seen: set[str] = set()
     for part in text.split(","):
         part = part.strip()
         name, sep, count = part.rpartition(":")
@@ -45,14 +44,21 @@ def parse_reserved(text: str | None, what: str = "--reserved") -> tuple[tuple[st
         except ValueError:
             raise ConfigError(f"{what}: {part!r}: the count must be a whole number >= 1, "
                               f"got {count.strip()!r}") from None
+        out.append((name, n))
+    _check_pairs(out, what)
+    return tuple(out)
+
+
+def _check_pairs(reserved, what: str) -> None:
+    """Counts from 1 to MAX_COUNT, no type twice (with or without a catalog)."""
+    seen: set[str] = set()
+    for name, n in reserved:
         if not 1 <= n <= MAX_COUNT:
-            raise ConfigError(f"{what}: {part!r}: the count must be from 1 to {MAX_COUNT:,}, "
-                              f"got {n}")
+            raise ConfigError(f"{what}: '{name}:{n}': the count must be from 1 to "
+                              f"{MAX_COUNT:,}, got {n}")
         if name in seen:
             raise ConfigError(f"{what}: type {name!r} given twice")
         seen.add(name)
-        out.append((name, n))
-    return tuple(out)
 
 
 def reserved_text(reserved: tuple[tuple[str, int], ...]) -> str:
@@ -66,22 +72,15 @@ def check_reserved(reserved, catalog, what: str = "--reserved") -> None:
         raise ConfigError(f"{what} takes a tuple of (type, count) pairs "
                           f"(stratus.reserved.parse_reserved reads TYPE:COUNT,...), got "
                           f"{reserved!r}")
-    seen: set[str] = set()
     for pair in reserved:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
                 and isinstance(pair[1], int) and not isinstance(pair[1], bool)):
             raise ConfigError(f"{what}: {pair!r} is not a (type, count) pair")
-        name, n = pair
-        if name not in catalog:
+        if pair[0] not in catalog:
             known = ", ".join(t.name for t in catalog)
-            raise ConfigError(f"{what}: unknown instance type {name!r} in catalog "
+            raise ConfigError(f"{what}: unknown instance type {pair[0]!r} in catalog "
                               f"{catalog.name!r} (known: {known})")
-        if not 1 <= n <= MAX_COUNT:
-            raise ConfigError(f"{what}: {name}: the count must be from 1 to {MAX_COUNT:,}, "
-                              f"got {n}")
-        if name in seen:
-            raise ConfigError(f"{what}: type {name!r} given twice")
-        seen.add(name)
+    _check_pairs(reserved, what)
 
 
 def check_discount(d, what: str = "--reserved-discount") -> float | None:
