@@ -215,7 +215,8 @@ class KarpenterConsolidation:
             new_since[iid] = t0
             if (inst.state == READY and iid not in draining and now - t0 >= settle
                     and pfree(inst) == inst.free and inst.market != RESERVED):
-                # a reserved node is prepaid to the end: never deleted nor replaced  # nothing planned on or off it this tick
+                # nothing planned on or off it this tick; a reserved node is prepaid to the
+                # end: never deleted nor replaced
                 cands.append(inst)
         self._sig, self._since = new_sig, new_since
         if not cands:
