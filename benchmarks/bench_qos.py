@@ -13,11 +13,10 @@ import json
 import time
 from pathlib import Path
 
-from stratus.traces.spec import TraceSource
-
 from stratus.qos.jobs import build_workload
 from stratus.qos.run import run
 from stratus.qos.sim import Config
+from stratus.traces.spec import TraceSource
 
 NASA = Path(__file__).resolve().parents[2] / "shared" / "data" / "NASA-iPSC-1993-3.1-cln.swf.gz"
 

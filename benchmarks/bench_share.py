@@ -23,10 +23,9 @@ POLICIES = ["lift-and-shift", "burst-wait", "burst-nowait"]
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from stratus.traces import swf
-
     from stratus.sharing.analyses import sweep
     from stratus.sharing.cluster import Cluster, workload_from_frame
+    from stratus.traces import swf
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default=str(NASA))

@@ -52,11 +52,10 @@ def _memoize_pool_runs() -> None:
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from stratus.traces import swf
-
     from stratus.sharing.analyses import defect, parse_grid, solo, sweep
     from stratus.sharing.chargeback import charges, per_user
     from stratus.sharing.cluster import Cluster, od_core_hour, run, workload_from_frame
+    from stratus.traces import swf
 
     _memoize_pool_runs()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -63,10 +63,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     opts = ap.parse_args()
 
-    from stratus.traces.synthetic import generate
-
     from stratus.app.cli import _build_parser
     from stratus.app.waiting import simulate_trace
+    from stratus.traces.synthetic import generate
     from stratus.waiting.analysis import evaluate
 
     policies = opts.policies.split(",")

@@ -24,11 +24,10 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Collection, Sequence
 
-from stratus.packers.free_index import DEAD, FreeTree
-
 from stratus.base.resources import Vec
 from stratus.compose import Plan
 from stratus.model import RELEASED, Instance, Task
+from stratus.packers.free_index import DEAD, FreeTree
 from stratus.view import ClusterView
 
 

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from stratus.packers.free_index import DEAD, LiveIndex
-
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
+from stratus.packers.free_index import DEAD, LiveIndex
 from stratus.view import ClusterView
 
 

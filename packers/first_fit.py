@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
-
 from stratus.compose import Plan, first_fit
 from stratus.model import Task
+from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
 from stratus.view import ClusterView
 
 

@@ -18,9 +18,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from stratus.pricing.catalog import CATALOGS, Catalog, InstanceType
-
 from stratus.base.errors import ConfigError
+from stratus.pricing.catalog import CATALOGS, Catalog, InstanceType
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PREFIX = "catalog-"  # pricing/data/catalog-NAME.toml is built-in catalog NAME

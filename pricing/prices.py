@@ -13,9 +13,9 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-from stratus.pricing.catalog import Catalog
 
 from stratus.base.errors import ConfigError
+from stratus.pricing.catalog import Catalog
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"

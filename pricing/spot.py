@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from stratus.pricing.catalog import Catalog
-from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
 
 from stratus.base.errors import ConfigError, TraceError
 from stratus.base.reports import LoadReport
+from stratus.pricing.catalog import Catalog
+from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
 
 DEFAULT_PRODUCT = "Linux/UNIX"
 BUNDLED = Path(__file__).parent / "data" / "spot_m4_us-west-2a_2017-06-05_synthetic.parquet"

@@ -65,6 +65,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from stratus.base.errors import ConfigError, StratusError
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.catalog_files import load_catalog
 from stratus.pricing.prices import PriceBook, PriceSeries
@@ -78,8 +80,6 @@ from stratus.pricing.spot import (
     write_aws,
     write_compact,
 )
-
-from stratus.base.errors import ConfigError, StratusError
 
 DAY_S = 86_400
 DEFAULT_ORIGIN = datetime(2017, 6, 5, tzinfo=UTC)  # Stratus §4.1: from June 5th, 2017

@@ -16,12 +16,11 @@ whether emptied or not. Tasks may be re-packed onto them.
 
 from __future__ import annotations
 
-from stratus.pricing.prices import RESERVED
-from stratus.scalers.cost_efficiency import normalized_used_constraining
-
 from stratus.base.resources import fits
 from stratus.compose import IndexedPacker, Part, Plan
 from stratus.model import READY, RUNNING, Instance
+from stratus.pricing.prices import RESERVED
+from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.view import ClusterView
 
 

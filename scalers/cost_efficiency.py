@@ -29,10 +29,9 @@ from bisect import insort
 from collections import deque
 from collections.abc import Sequence
 
-from stratus.packers.binning import bin_of
-
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.packers.binning import bin_of
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12

@@ -32,12 +32,11 @@ from __future__ import annotations
 from itertools import compress, count
 from operator import ne
 
+from stratus.compose import Plan
+from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.packers.free_index import GONE, free_of
 from stratus.pricing.prices import RESERVED
 from stratus.scalers.task_per_instance import acquirable, bid_for
-
-from stratus.compose import Plan
-from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.view import ClusterView
 
 

@@ -34,14 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from stratus.base.resources import Vec, fits
+from stratus.compose import Plan
+from stratus.model import READY, RUNNING, Instance, Task
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import RESERVED
-
-from stratus.base.resources import Vec, fits
-from stratus.compose import Plan
-from stratus.model import READY, RUNNING, Instance, Task
 from stratus.view import ClusterView
 
 

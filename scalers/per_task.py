@@ -26,13 +26,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from stratus.packers.binpack import BinpackIndex, JobRun
-from stratus.pricing.catalog import InstanceType
-from stratus.scalers.task_per_instance import by_price
-
 from stratus.base.resources import Vec, fits
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.packers.binpack import BinpackIndex, JobRun
+from stratus.pricing.catalog import InstanceType
+from stratus.scalers.task_per_instance import by_price
 from stratus.view import ClusterView
 
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stratus.scalers.cost_efficiency import normalized_used_constraining
-
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stratus.pricing.catalog import InstanceType
-from stratus.pricing.prices import SPOT
-
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import SPOT
 from stratus.view import ClusterView
 
 

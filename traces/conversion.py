@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from stratus.base import tempnames
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.loaders import convert_file
 from stratus.traces.schema import LoadReport
 from stratus.traces.spec import SYNTHETIC, TraceSource, guess_format
-
-from stratus.base import tempnames
-from stratus.base.errors import ConfigError, TraceError
 
 
 def convert_trace(spec: str, fmt: str | None, out: Path, force: bool = False) -> LoadReport:

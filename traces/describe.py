@@ -51,6 +51,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from stratus.pricing.catalog import M4, Catalog
 from stratus.traces.schema import Trace
 

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     Table,
@@ -64,8 +66,6 @@ from stratus.traces.tables import (
     strings,
     table_kind,
 )
-
-from stratus.base.errors import ConfigError, TraceError
 
 # --- the generic format -----------------------------------------------------------------
 

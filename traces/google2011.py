@@ -106,6 +106,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stratus.base import tempnames
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     check_options,
@@ -114,9 +116,6 @@ from stratus.traces.tables import (
     option_int,
     option_text,
 )
-
-from stratus.base import tempnames
-from stratus.base.errors import ConfigError, TraceError
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 TS_AFTER = 2**63 - 1

@@ -15,9 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from stratus.traces.schema import LoadReport, Trace
-
 from stratus.base.errors import ConfigError
+from stratus.traces.schema import LoadReport, Trace
 
 FORMATS: dict[str, tuple[str, str]] = {
     # name: (module, what it reads)

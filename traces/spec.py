@@ -10,9 +10,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
-from stratus.traces.schema import Trace
 
 from stratus.base.errors import ConfigError, TraceError
+from stratus.traces.schema import Trace
 
 SYNTHETIC = "synthetic:"
 #: the period random slices of a synthetic trace come from: the Google trace's 29 days

@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from stratus.base.errors import TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     GZIP_MAGIC,
@@ -59,8 +61,6 @@ from stratus.traces.tables import (
     optional_times,
     sniff,
 )
-
-from stratus.base.errors import TraceError
 
 FORMAT = "swf"
 N_FIELDS = 18

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from stratus.traces.schema import LoadReport, flag_values
 
 from stratus.base.errors import ConfigError, TraceError
+from stratus.traces.schema import LoadReport, flag_values
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"

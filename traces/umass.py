@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     Table,
@@ -60,8 +62,6 @@ from stratus.traces.tables import (
     strings,
     table_kind,
 )
-
-from stratus.base.errors import ConfigError, TraceError
 
 FORMAT = "umass"
 COLUMNS = ("userid", "wallclock_runtime_sec", "wallclock_limit_sec", "num_cores",

@@ -33,6 +33,7 @@ def assert_one_line_error(code, out, err, *needles):
 @pytest.fixture
 def empty_parquet(tmp_path):
     import pyarrow.parquet as pq
+
     from stratus.traces.spec import TraceSource
 
     full = tmp_path / "full.parquet"
@@ -78,9 +79,8 @@ def test_a_zero_spot_price_is_refused_at_load_naming_file_and_line(tmp_path, cap
 
 
 def test_a_price_series_refuses_zero():
-    from stratus.pricing.prices import PriceSeries
-
     from stratus.base.errors import ConfigError
+    from stratus.pricing.prices import PriceSeries
 
     with pytest.raises(ConfigError, match="positive"):
         PriceSeries([0.0, 60.0], [0.1, 0.0])

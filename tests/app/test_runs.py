@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from stratus.traces.spec import warmup_hours
 
 from stratus.app.cli import main
 from stratus.app.registry import SCHEDULERS, SchedulerSpec, scheduler_names
 from stratus.base.errors import ConfigError, DecisionError
+from stratus.traces.spec import warmup_hours
 
 SMALL = ["--trace", "synthetic:google?scale=0.05", "--hours", "2", "--seed", "1"]
 

@@ -412,6 +412,7 @@ def test_ctrl_c_interrupts_a_duckdb_query_at_once():
     import threading
 
     import duckdb
+
     from stratus.traces.google2011 import _execute
 
     con = duckdb.connect()

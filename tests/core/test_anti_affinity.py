@@ -10,9 +10,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stratus.packers.binning import BinIndex
-from stratus.pricing.catalog import M4
-from stratus.traces.schema import Trace, validate_frame
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import DecisionError
@@ -20,6 +17,9 @@ from stratus.compose import Plan
 from stratus.decisions import Acquire, Migrate, Place
 from stratus.engine import Engine, ReplayConfig, replay
 from stratus.model import READY, Instance
+from stratus.packers.binning import BinIndex
+from stratus.pricing.catalog import M4
+from stratus.traces.schema import Trace, validate_frame
 from tests.helpers.invariants import check_invariants
 
 # the integer bound has its own tests (conftest.no_integer_bound)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
 
 from stratus.accounting import Accounting
 from stratus.apply import DecisionApplier
@@ -19,6 +17,8 @@ from stratus.events import EV_CRASH, EV_ICE, EV_PRICE, EV_READY, EV_REVOKE, KIND
 from stratus.faults import Faults
 from stratus.kernel import Kernel
 from stratus.model import DONE, PENDING, READY, RELEASED, RUNNING, WAITING, Task
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
 from stratus.taskbook import TaskBook, Workload
 from tests.helpers.trace import make_trace
 

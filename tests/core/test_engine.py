@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from stratus.pricing.catalog import M4
 
 from stratus.app.registry import make_scheduler
 from stratus.base.errors import ConfigError, DecisionError, TraceError
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
+from stratus.pricing.catalog import M4
 from tests.helpers.trace import make_trace
 
 

@@ -2,8 +2,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import ON_DEMAND, PriceBook, PriceSeries
 
 from stratus.app.registry import make_estimator, make_scheduler
 from stratus.base.errors import ConfigError
@@ -11,6 +9,8 @@ from stratus.engine import ReplayConfig, replay
 from stratus.estimators import NoisyEstimator, OracleEstimator, remaining_estimate
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
 from stratus.model import Task
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import ON_DEMAND, PriceBook, PriceSeries
 from tests.helpers.trace import make_trace
 
 

@@ -9,6 +9,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.app.registry import make_scheduler, scheduler_names
+from stratus.base.errors import ConfigError, StratusError, TraceError
+from stratus.base.resources import request_units, to_units
+from stratus.engine import Engine, ReplayConfig
 from stratus.packers.binning import RuntimeBinPacker
 from stratus.packers.binpack import Binpack
 from stratus.packers.dot_product import DotIndex
@@ -19,11 +24,6 @@ from stratus.pricing.synthetic_spot import generate_spot
 from stratus.scalers.karpenter import KarpenterProvisioner
 from stratus.scalers.per_task import PerTaskScaler
 from stratus.traces.schema import Trace, fit_to_catalog
-
-from stratus.app.registry import make_scheduler, scheduler_names
-from stratus.base.errors import ConfigError, StratusError, TraceError
-from stratus.base.resources import request_units, to_units
-from stratus.engine import Engine, ReplayConfig
 from tests.helpers.invariants import check_invariants, comparable
 
 # the integer bound has its own tests (conftest.no_integer_bound)

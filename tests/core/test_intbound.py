@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stratus.pricing.catalog import M4, Catalog, InstanceType
-from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
 
 import stratus.intbound as ib
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.resources import to_units
 from stratus.engine import Engine, ReplayConfig
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
+from stratus.pricing.catalog import M4, Catalog, InstanceType
+from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import make_trace
 

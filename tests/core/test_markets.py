@@ -8,12 +8,12 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import PriceBook, PriceSeries
 
 from stratus.app.cli import main
 from stratus.app.registry import make_estimator, make_scheduler, scheduler_names
 from stratus.engine import Engine, ReplayConfig, replay
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import PriceBook, PriceSeries
 from tests.helpers.chaos import ChaosScheduler
 from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace

@@ -9,14 +9,14 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import RESERVED
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, DecisionError
 from stratus.decisions import Decisions
 from stratus.engine import Engine, ReplayConfig
 from stratus.faults import Faults
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import RESERVED
 from stratus.reserved import parse_reserved, reserved_rate
 from tests.helpers.invariants import check_invariants
 from tests.helpers.strategies import configs, workloads

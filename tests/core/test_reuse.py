@@ -10,13 +10,13 @@ from dataclasses import fields, replace
 
 import pandas as pd
 import pytest
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import PriceBook, PriceSeries
-from stratus.traces.synthetic import generate
 
 from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
 from stratus.engine import Engine, ReplayConfig, replay
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import PriceBook, PriceSeries
+from stratus.traces.synthetic import generate
 from tests.helpers.trace import make_trace
 
 WALL_CLOCK = {"wall_seconds"}  # the only summary keys that are not a function of the replay

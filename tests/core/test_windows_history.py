@@ -132,9 +132,8 @@ def test_history_estimator_is_unchanged(jobs, windows):
 @pytest.mark.slow
 def test_history_estimator_is_unchanged_on_a_synthetic_day():
     """Thousands of jobs: pairs scored past the refresh schedule's first 16 jobs."""
-    from stratus.traces.synthetic import generate
-
     from stratus.estimators import online_pass
+    from stratus.traces.synthetic import generate
 
     frame = generate("google", scale=0.05, hours=24, seed=3).frame
     new, ref = HistoryEstimator(), Reference()

@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections import defaultdict
 
 import numpy as np
+
 from stratus.pricing.prices import PriceBook
 
 

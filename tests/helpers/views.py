@@ -3,10 +3,9 @@ parts (packers, scalers) directly."""
 
 from __future__ import annotations
 
-from stratus.pricing.catalog import M4
-
 from stratus.base.resources import to_units
 from stratus.model import READY, Instance, Task
+from stratus.pricing.catalog import M4
 
 
 class FakeView:

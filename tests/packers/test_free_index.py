@@ -7,12 +7,12 @@ from itertools import count
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from stratus.packers.first_fit import FirstFit
-from stratus.packers.free_index import DEAD, FreeTree, LiveIndex
 
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, Task
+from stratus.packers.first_fit import FirstFit
+from stratus.packers.free_index import DEAD, FreeTree, LiveIndex
 
 small = st.integers(0, 12)
 vec = st.tuples(small, small)

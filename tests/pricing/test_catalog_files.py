@@ -9,6 +9,10 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.app import sweep_store
+from stratus.app.cli import main
+from stratus.base.errors import ConfigError
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.catalog_files import (
     builtin_names,
@@ -18,10 +22,6 @@ from stratus.pricing.catalog_files import (
     to_csv,
     to_toml,
 )
-
-from stratus.app import sweep_store
-from stratus.app.cli import main
-from stratus.base.errors import ConfigError
 from tests.helpers.paths import ROOT
 
 MY_TOML = """\

@@ -1,11 +1,11 @@
 import math
 
 import pytest
+
+from stratus.base.errors import ConfigError
 from stratus.pricing.catalog import M4, M5, Catalog, InstanceType
 from stratus.pricing.catalog_files import get_catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, PriceBook, PriceSeries
-
-from stratus.base.errors import ConfigError
 
 
 def test_m4_family_matches_stratus_fig3c():

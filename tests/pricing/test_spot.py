@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.pricing import synthetic_spot as ss
 from stratus.pricing.catalog import M4, M5, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT, PriceSeries
@@ -25,8 +27,6 @@ from stratus.pricing.spot import (
     write_aws,
 )
 from stratus.pricing.synthetic_spot import default_spot_book
-
-from stratus.base.errors import ConfigError, TraceError
 from tests.helpers.paths import FIXTURES
 
 FIX = FIXTURES / "spot"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stratus.pricing.spot import load_spot_history, spot_price_book
 
 from stratus.base.errors import StratusError
+from stratus.pricing.spot import load_spot_history, spot_price_book
 from tests.helpers.corrupt import corrupt, ops
 from tests.helpers.paths import FIXTURES
 

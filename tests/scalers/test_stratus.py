@@ -5,6 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.app.registry import make_estimator, make_scheduler
+from stratus.base.resources import to_units
+from stratus.compose import Plan
+from stratus.engine import Engine, ReplayConfig
+from stratus.estimators import Estimator
 from stratus.packers.binning import BinIndex, RuntimeBinPacker, availability, bin_of
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.scalers.cost_efficiency import (
@@ -12,12 +18,6 @@ from stratus.scalers.cost_efficiency import (
     best_group,
     normalized_used_constraining,
 )
-
-from stratus.app.registry import make_estimator, make_scheduler
-from stratus.base.resources import to_units
-from stratus.compose import Plan
-from stratus.engine import Engine, ReplayConfig
-from stratus.estimators import Estimator
 from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace
 from tests.helpers.views import FakeView, instance, task

@@ -250,9 +250,8 @@ def test_pool_timer_and_short_first_agree_on_both_paths(seed, s, b, t, short_fir
 
 
 def _nasa():
-    from stratus.traces import swf
-
     from stratus.sharing.cluster import workload_from_frame
+    from stratus.traces import swf
 
     return workload_from_frame(swf.load(NASA).frame, "nasa")
 

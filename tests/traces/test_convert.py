@@ -7,12 +7,12 @@ import json
 
 import pandas as pd
 import pytest
+
+from stratus.app.cli import main
 from stratus.traces import conversion
 from stratus.traces.schema import Trace
 from stratus.traces.spec import load_trace
 from stratus.traces.synthetic import generate
-
-from stratus.app.cli import main
 
 SPEC = "synthetic:google?hours=2&seed=3&scale=0.2"
 

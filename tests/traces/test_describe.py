@@ -6,11 +6,11 @@ import json
 
 import pandas as pd
 import pytest
+
 from stratus.pricing.catalog import M5
 from stratus.traces import swf
 from stratus.traces.describe import describe, plot
 from stratus.traces.schema import Trace
-
 from tests.helpers.paths import TESTS
 
 HERE = TESTS

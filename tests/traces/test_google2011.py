@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import google2011 as g
 from stratus.traces.loaders import convert_file, load_file
 from stratus.traces.schema import REQUIRED, Trace, validate_frame
-
-from stratus.base.errors import ConfigError, TraceError
 from tests.helpers.paths import DATA, FIXTURES
 
 FIXTURE = FIXTURES / "google2011" / "basic"

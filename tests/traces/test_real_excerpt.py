@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
+from stratus.engine import ReplayConfig, replay
 from stratus.pricing.catalog import M4
 from stratus.traces.describe import describe
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import oversized_mask
-
-from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
-from stratus.engine import ReplayConfig, replay
 from tests.helpers.paths import DATA, ROOT
 
 EXCERPT = DATA / "google2011-excerpt"

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stratus.pricing.catalog import M4
-from stratus.traces.schema import Trace, fit_to_catalog, validate_frame
 
 from stratus.base.errors import TraceError
+from stratus.pricing.catalog import M4
+from stratus.traces.schema import Trace, fit_to_catalog, validate_frame
 from tests.helpers.trace import make_trace
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import swf
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
-
-from stratus.base.errors import ConfigError, TraceError
 from tests.helpers.corrupt import corrupt, ops
 from tests.helpers.paths import TESTS
 

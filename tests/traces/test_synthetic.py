@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from stratus.traces import synthetic
-from stratus.traces.synthetic import common, google, mms, twosigma
 
 from stratus.base.errors import ConfigError
+from stratus.traces import synthetic
+from stratus.traces.synthetic import common, google, mms, twosigma
 
 SEEDS = (0, 1, 2)
 DAY = 86_400.0

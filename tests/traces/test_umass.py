@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
+from stratus.base.errors import ConfigError, TraceError
 from stratus.traces import umass
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import Trace
-
-from stratus.base.errors import ConfigError, TraceError
 from tests.helpers.corrupt import corrupt, ops
 from tests.helpers.paths import FIXTURES
 

@@ -13,9 +13,8 @@ import math
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
-from stratus.traces.schema import Trace
-
 from stratus.base.errors import ConfigError
+from stratus.traces.schema import Trace
 
 from . import google, mms, twosigma
 

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 import pandas as pd
-from stratus.traces.schema import Trace
 
 from stratus.base.errors import ConfigError
+from stratus.traces.schema import Trace
 
 from . import common as c
 
