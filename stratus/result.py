@@ -15,6 +15,7 @@ import pandas as pd
 from stratus.base.resources import ALL_DIMS, DIMS
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+from stratus.reserved import reserved_text
 
 if TYPE_CHECKING:
     from stratus.accounting import Snapshot
@@ -170,7 +171,7 @@ class ReplayResult:
         if e.cfg.reserved:  # only when asked for (stratus.reserved): counted in
             # instances_acquired too, billed in cost_by_market["reserved"]
             summary["reserved_instances"] = sum(n for _, n in e.cfg.reserved)
-            summary["reserved"] = ",".join(f"{name}:{n}" for name, n in e.cfg.reserved)
+            summary["reserved"] = reserved_text(e.cfg.reserved)
             summary["reserved_cost_usd"] = _r(cost_by_market.get("reserved", 0.0))
         if hasattr(est, "error_summary"):
             err = est.error_summary()
