@@ -43,6 +43,8 @@ class DecisionApplier:
         self.act = act
         self.clock = clock
         self.policy = policy
+        # the reserved instances are a waiting policy's alone (--waiting ...,share=off)
+        self.exclusive = False
 
     def bad(self, what: str) -> DecisionError:
         name = getattr(self.policy, "name", type(self.policy).__name__)
@@ -53,6 +55,9 @@ class DecisionApplier:
             raise self.bad(f"instance {inst!r} is not live")
 
     def check_fits(self, inst: Instance, task: Task) -> None:
+        if self.exclusive and inst.market == RESERVED:
+            raise self.bad(f"{inst!r} is reserved capacity the waiting policy keeps to itself "
+                           f"(share=off): the scheduler may not place or move tasks there")
         for r, f in zip(task.req, inst.free):
             if r > f:
                 raise self.bad(f"{task!r} does not fit on {inst!r} (free {inst.free})")

@@ -290,6 +290,8 @@ class ComposedScheduler:
             reset()
 
     def start(self, view: ClusterView) -> None:
+        if not view.reserved_shared:  # a waiting policy's own pool: never ours to use
+            self.cordoned.update(i.iid for i in view.reserved_instances)
         for _, start, _ in self._hooks:
             start(view)
 
@@ -306,7 +308,7 @@ class ComposedScheduler:
         pending = view.pending
         if pending:
             reserved = view.reserved_instances
-            if reserved:  # prepaid capacity first, whatever the parts (stratus.reserved)
+            if reserved and view.reserved_shared:  # prepaid capacity first (stratus.reserved)
                 pending = fill_reserved(plan, reserved, pending)
         if pending:
             left = self.packer.pack(view, plan, pending) if self.packer else list(pending)

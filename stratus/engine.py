@@ -39,7 +39,10 @@ from stratus.base.errors import ConfigError, StratusError
 from stratus.cloud import SPOT_WARNING_S, Cloud
 from stratus.estimators import Estimator, OracleEstimator
 from stratus.events import (
+    EV_ARRIVE,
     EV_CRASH,
+    EV_DEPART,
+    EV_DRAIN,
     EV_FINISH,
     EV_ICE,
     EV_MIGRATED,
@@ -71,6 +74,7 @@ from stratus.result import ReplayResult
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
 from stratus.view import ClusterView
+from stratus.waiting_gate import ReservedGate, Waiting
 
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
 HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than this
@@ -107,6 +111,9 @@ class ReplayConfig:
     reserved: tuple[tuple[str, int], ...] = ()
     # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
     reserved_discount: float | None = None
+    # a waiting policy at the door of the reserved instances (stratus.waiting_gate.Waiting;
+    # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
+    waiting: Waiting | None = None
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
     # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
@@ -131,6 +138,14 @@ class ReplayConfig:
             self.faults.validate()
         check_reserved(self.reserved, self.catalog, "ReplayConfig.reserved")
         check_discount(self.reserved_discount, "ReplayConfig.reserved_discount")
+        if self.waiting is not None:
+            if not isinstance(self.waiting, Waiting):
+                raise ConfigError(f"ReplayConfig.waiting takes a Waiting object, got "
+                                  f"{self.waiting!r} (stratus.waiting_gate.parse_waiting "
+                                  f"reads POLICY[:b=,t=])")
+            if not self.reserved:
+                raise ConfigError("a waiting policy (--waiting) needs reserved instances to "
+                                  "wait for (--reserved TYPE:COUNT)")
 
 
 class Engine:
@@ -202,6 +217,14 @@ class Engine:
                               (EV_CRASH, self._on_crash), (EV_ICE, self._on_ice),
                               (EV_READY, self._on_ready), (EV_TICK, self._on_tick)):
             k.on(kind, handler)
+        # a waiting policy decides each arrival at its submit time (stratus.waiting_gate)
+        self.gate: ReservedGate | None = None
+        if cfg.waiting is not None:
+            self.gate = gate = ReservedGate(cfg.waiting, self.book, self.cloud, self, k)
+            self.applier.exclusive = not cfg.waiting.share
+            k.on(EV_ARRIVE, self._on_arrive)
+            k.on(EV_DEPART, lambda tid, _b, t: gate.timeout(tid, t))
+            k.on(EV_DRAIN, lambda _a, _b, t: gate.drain(t))
         self.ticks = 0
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
@@ -226,6 +249,9 @@ class Engine:
         inst._tasks[task.tid] = task
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
+        gate = self.gate
+        if gate is not None and inst.market == RESERVED and gate.cloud_of[task.tid]:
+            gate.on_reserved_by_scheduler += 1  # the scheduler put a cloud task there
         if task.anti_affinity:
             self.book.aa_where.setdefault(task.job, set()).add(inst.iid)
         if self.acct.holds is not None:
@@ -330,6 +356,8 @@ class Engine:
             self.unhold(dest, task, t)
             self.maybe_release(dest, t)
         self.maybe_release(inst, t)
+        if self.gate is not None and inst.market == RESERVED:
+            self.gate.freed(t)  # room freed on reserved capacity: the queue goes first
         tasks = book.job_finished(tid, task, t)
         if tasks is not None:
             self.estimator.observe(tasks, t)
@@ -348,6 +376,8 @@ class Engine:
         book.loc[tid] = dst
         self.start(task, t)
         self.maybe_release(src, t)
+        if self.gate is not None and src.market == RESERVED:
+            self.gate.freed(t)
         self._end_if_done()
 
     def _on_ready(self, inst: Instance, _b, t: float) -> None:
@@ -484,7 +514,8 @@ class Engine:
         """Arrivals join the pending queue, the policy decides on the view (instances and
         tasks read-only meanwhile), its decisions are applied; then the guards."""
         book, cloud, n = self.book, self.cloud, self.work.n
-        book.arrive(t, self.estimator)
+        if self.gate is None:  # (else each arrival is an event of its own)
+            book.arrive(t, self.estimator)
         self.ticks += 1
         if book.pending or cloud.busy():
             with sealed():
@@ -537,11 +568,17 @@ class Engine:
         if n == 0:
             return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self.work.submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
-        self.kernel.now = first_tick
-        self.cloud.open_prices(first_tick)
-        for name, count in cfg.reserved:  # prepaid: up from the first tick (stratus.reserved)
+        # under a waiting policy the first task arrives at its submit time, and the reserved
+        # pool is up then, as the pool simulator's (stratus.waiting_gate)
+        t0 = first_tick if self.gate is None else self.work.submit_list[0]
+        self.kernel.now = t0
+        self.cloud.open_prices(t0)
+        for name, count in cfg.reserved:  # prepaid: up from the start (stratus.reserved)
             for _ in range(count):
-                self.cloud.add_reserved(cfg.catalog[name], first_tick)
+                self.cloud.add_reserved(cfg.catalog[name], t0)
+        if self.gate is not None:
+            self.gate.open()
+            self.kernel.schedule(t0, EV_ARRIVE)
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
         self.kernel.schedule(first_tick, EV_TICK)
@@ -564,6 +601,11 @@ class Engine:
     def _result(self, wall_s: float) -> ReplayResult:
         res = ReplayResult.build(self, wall_s)
         res.summary["tasks_unfinished"] = self.work.n - self.book.n_done
+        if self.gate is not None:  # as `stratus waiting simulate` reports a pool
+            s = res.summary
+            s["waiting"] = {**self.gate.summary(), "reserved_cost_usd": s["reserved_cost_usd"],
+                            "cloud_cost_usd": round(s["total_cost_usd"]
+                                                    - s["reserved_cost_usd"], 4)}
         res.summary["ended_early"] = self.ended_early
         frame = self.trace.frame
         if "anti_affinity" in frame.columns:  # only for traces that carry flags
@@ -572,6 +614,14 @@ class Engine:
                 "honoured": self.work.anti_affinity is not None, "flagged_tasks": int(aa.sum()),
                 "flagged_jobs": int(np.unique(frame["job_id"].to_numpy()[aa]).size)}
         return res
+
+    def _on_arrive(self, _a, _b, t: float) -> None:
+        """Tasks submitted at ``t`` arrive; the waiting policy decides each; then the next
+        arrival time."""
+        book = self.book
+        self.gate.arrive(book.arrive(t, self.estimator, pend=False), t)
+        if not book.all_arrived:
+            self.kernel.schedule(self.work.submit_list[book.next_arrival], EV_ARRIVE)
 
     def _starved(self) -> str | None:
         """Why no task can ever run again, or None. With no instance alive and no price

@@ -93,19 +93,23 @@ class TaskBook:
         # kept by the engine's hold/unhold, read only for flagged tasks (placements, view)
         self.aa_where: dict[int, set[int]] = {}
 
-    def arrive(self, t: float, estimator) -> None:
-        """Tasks submitted up to ``t`` become pending, with their runtime estimates."""
+    def arrive(self, t: float, estimator, pend: bool = True) -> list[Task]:
+        """Tasks submitted up to ``t`` arrive, with their runtime estimates, and (``pend``)
+        become pending; returns them (a waiting policy decides where they go instead)."""
         i = self.next_arrival
         j = int(np.searchsorted(self.work.submit, t, side="right"))
-        if j > i:
-            make = self.work.make_task
-            new = [make(tid) for tid in range(i, j)]
-            for task in new:
-                self.tasks[task.tid] = task
-            for task, e in zip(new, estimator.predict(new)):
-                self.est[task.tid] = e
+        if j <= i:
+            return []
+        make = self.work.make_task
+        new = [make(tid) for tid in range(i, j)]
+        for task in new:
+            self.tasks[task.tid] = task
+        for task, e in zip(new, estimator.predict(new)):
+            self.est[task.tid] = e
+        if pend:
             self.pending.extend(new)
-            self.next_arrival = j
+        self.next_arrival = j
+        return new
 
     @property
     def all_arrived(self) -> bool:

@@ -147,6 +147,10 @@ class StaticView:
     def reserved_instances(self) -> Iterable[Instance]:
         return [i for i in self._alive.values() if i.market == RESERVED]
 
+    @property
+    def reserved_shared(self) -> bool:
+        return True
+
     def instance(self, iid: int) -> Instance:
         return self._alive[iid]
 

@@ -72,6 +72,13 @@ class ClusterView:
         end of the replay; a policy may place and migrate onto them, never release them."""
         return self._cloud.reserved.values()
 
+    @property
+    def reserved_shared(self) -> bool:
+        """Whether the scheduler may place tasks on reserved instances: always, unless a
+        waiting policy keeps them to itself (``--waiting ...,share=off``)."""
+        w = self._cfg.waiting
+        return w is None or w.share
+
     def instance(self, iid: int) -> Instance:
         return self._cloud.alive[iid]
 

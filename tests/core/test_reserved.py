@@ -18,6 +18,7 @@ from stratus.faults import Faults
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import RESERVED
 from stratus.reserved import parse_reserved, reserved_rate
+from stratus.waiting_gate import parse_waiting
 from tests.helpers.invariants import check_invariants
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import make_trace
@@ -37,9 +38,12 @@ def first_tick(trace, tick_s: float) -> float:
 
 
 def check_reserved(trace, e, res, reserved, discount=None) -> None:
-    """Reserved instances: one per count, up from the first tick to the replay's end, each
-    billed exactly horizon x rate; nothing migrated off them by a policy."""
-    t0, end = first_tick(trace, e.cfg.tick_s), e.now
+    """Reserved instances: one per count, up from the first tick (under a waiting policy:
+    the first arrival) to the replay's end, each billed exactly horizon x rate; nothing
+    migrated off them by a policy."""
+    t0 = (first_tick(trace, e.cfg.tick_s) if e.cfg.waiting is None
+          else trace.column("submit_s").min())
+    end = e.now
     insts = [i for i in res.audit["instances"].values() if i.market == RESERVED]
     assert sorted(i.itype.name for i in insts) == sorted(n for n, k in reserved
                                                          for _ in range(k))
@@ -58,6 +62,11 @@ def check_reserved(trace, e, res, reserved, discount=None) -> None:
     assert not [m for m in res.audit["migrations"] if m[1] in ids], "moved off a reserved one"
 
 
+#: no waiting policy (the scheduler fills reserved room first), or one at the door
+waitings = st.one_of(st.none(), st.sampled_from([
+    "njw", "ajw", "ajw-t:b=300", "sww:b=600", "ljw:t=600", "compound:b=600,t=600",
+    "njw:share=off", "ajw-t:b=300,share=off", "compound:b=600,t=600,share=off"]))
+
 reserved_sets = st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 2)), min_size=1,
                          max_size=2, unique_by=lambda p: p[0]).map(tuple)
 
@@ -66,12 +75,19 @@ reserved_sets = st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 2)), m
 @pytest.mark.parametrize("name", scheduler_names())
 @settings(max_examples=15, deadline=None)
 @given(trace=workloads(), conf=configs, reserved=reserved_sets,
-       market=st.sampled_from(["spot", "on-demand"]))
+       market=st.sampled_from(["spot", "on-demand"]), waiting=waitings)
 def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trace, conf,
-                                                                      reserved, market):
-    e, res = replay(trace, make_scheduler(name), reserved=reserved, market=market, **conf)
+                                                                      reserved, market,
+                                                                      waiting):
+    """With or without a waiting policy at the door (stratus.waiting_gate, item 3)."""
+    e, res = replay(trace, make_scheduler(name), reserved=reserved, market=market,
+                    waiting=parse_waiting(waiting), **conf)
     check_invariants(trace, res)  # capacity, every task once, every bill its integral
     check_reserved(trace, e, res, reserved)
+    if waiting is not None:
+        w = res.summary["waiting"]
+        assert w["tasks_reserved"] + w["tasks_cloud"] == len(trace.frame)
+        assert not e.gate.queue, "a task left in the reserved queue"
 
 
 @pytest.mark.slow

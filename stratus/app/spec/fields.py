@@ -204,6 +204,18 @@ def _reserved(v):
     return reserved_text(parse_reserved(v, LABEL.get()("reserved"))) or None
 
 
+def _waiting(v):
+    """``POLICY[:b=SECONDS,t=SECONDS,share=on|off]`` in canonical form (None: none)."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise Bad(f"takes POLICY[:b=SECONDS,t=SECONDS,share=on|off], got {v!r}")
+    from stratus.waiting_gate import parse_waiting
+
+    w = parse_waiting(v, LABEL.get()("waiting"))
+    return None if w is None else w.text()
+
+
 def _discount(v):
     if v is None:
         return None

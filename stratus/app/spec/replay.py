@@ -23,6 +23,7 @@ from stratus.app.spec.fields import (
     _scheduler,
     _spinup,
     _trace,
+    _waiting,
     _warmup,
     flag,
     names,
@@ -123,6 +124,13 @@ class CloudSpec(WindowSpec, SpotPrices):
                                           help="price --reserved instances at (1 - D) x "
                                                "on-demand, D in [0, 1) (default: the "
                                                "catalog's reserved rate, else D = 0.6)")
+    waiting: str | None = opt(None, _waiting, metavar="POLICY[:b=S,t=S,share=on|off]",
+                              help="a waiting policy for the --reserved instances (paper 000 "
+                                   "§3-4): njw, ajw, ajw-t:b=S, sww:b=S, ljw:t=S or "
+                                   "compound:b=S,t=S; each task arriving when reserved room "
+                                   "cannot take it waits for it or goes to the scheduler; "
+                                   "share=off keeps the scheduler off reserved room "
+                                   "(default: none, the scheduler fills reserved first)")
     anti_affinity: str = opt("on", _on_off, choices=("on", "off"),
                              help="honour the trace's anti_affinity flags: no two flagged "
                                   "tasks of one job on one instance at once (off ignores them)")
@@ -141,6 +149,9 @@ class CloudSpec(WindowSpec, SpotPrices):
 
             check_reserved(parse_reserved(self.reserved), get_catalog(self.catalog),
                            LABEL.get()("reserved"))
+        if self.waiting is not None and self.reserved is None:
+            raise ConfigError("--waiting needs reserved instances to wait for "
+                              "(--reserved TYPE:COUNT)")
 
     def cloud(self, **changes) -> CloudSpec:
         """Just the cloud and the window (what one replay needs), with ``changes``."""

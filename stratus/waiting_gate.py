@@ -1,0 +1,294 @@
+"""A waiting policy at the door of the replay's reserved instances (issue 23, item 3):
+paper 000 §3-4 inside the virtual cluster, instead of a pool simulator in front of it.
+
+``--waiting POLICY[:b=SECONDS,t=SECONDS,share=on|off]``. Each task is decided on its own
+when it arrives (at its submit time, not at the next tick; docs/decisions.md, "Waiting in
+the replay: per task"), as the pool simulator decides each trace row (``pool.py``):
+
+* a task that fits no reserved instance's type, or that LJW or compound believe short
+  (estimate < t, 000 §4.2), goes to the cloud at once;
+* a task that fits the free room of a reserved instance now starts there (best fit: the
+  fewest free cores that fit, 000 §5), whatever the policy;
+* else NJW sends it to the cloud; AJW and LJW queue it; AJW-T queues it and sends it to
+  the cloud if it is still queued b seconds later (000 Eq. 12); SWW and compound queue it
+  if its predicted wait is at most b, else send it now (000 §4.1, Eq. 13).
+
+The queue is FCFS and work-conserving: whenever room frees on a reserved instance, every
+queued task that fits starts, in order (the pool's default). "To the cloud" means to the
+scheduler's pending queue: the virtual cluster's scheduler places it at its next tick, on
+spot or on-demand, or (``share=on``, the default) on reserved room the queue leaves
+free. ``share=off`` cordons the reserved instances from the scheduler: the papers'
+pipeline, where the pool and the cloud never meet.
+
+SWW's and compound's prediction simulates the reserved instances forward from now with
+the replay's runtime estimates (the remaining estimate of what runs there, the estimate
+of what is queued): with the oracle estimator and ``share=off`` it is the pool's oracle.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+from heapq import heappop, heappush
+
+from stratus.base.errors import ConfigError
+from stratus.events import EV_DEPART, EV_DRAIN
+
+#: the policies a replay can run (ljw-spec speculates on VMs the pool simulator bills
+#: itself; the engine has no kill-and-requeue of a running task)
+REPLAY_POLICIES = ("njw", "ajw", "ajw-t", "sww", "ljw", "compound")
+_NEEDS_B = ("ajw-t", "sww", "compound")
+_NEEDS_T = ("ljw", "compound")
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A waiting policy for the replay's reserved instances (``REPLAY_POLICIES``; ``b``:
+    seconds a task may wait, ``t``: runtime below which a task is short, as
+    ``stratus.waiting.pool.WaitingPolicy``), and whether the scheduler may also place its
+    tasks on their free room (``share``). ``parse_waiting`` reads and checks one."""
+
+    name: str
+    b: float = 0.0
+    t: float = 0.0
+    share: bool = True
+
+    def text(self) -> str:
+        opts = [f"b={self.b:g}"] if self.name in _NEEDS_B else []
+        opts += [f"t={self.t:g}"] if self.name in _NEEDS_T else []
+        opts += [] if self.share else ["share=off"]
+        return self.name + (":" + ",".join(opts) if opts else "")
+
+
+def parse_waiting(text: str | None, what: str = "--waiting") -> Waiting | None:
+    """``POLICY[:b=SECONDS,t=SECONDS,share=on|off]`` to a Waiting (None for none); one
+    ConfigError naming ``what`` and the part for any mistake."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    if isinstance(text, Waiting):
+        return text
+    if not isinstance(text, str):
+        raise ConfigError(f"{what} takes POLICY[:b=SECONDS,t=SECONDS,share=on|off], got "
+                          f"{text!r}")
+    name, _, rest = text.strip().partition(":")
+    name = name.strip().lower()
+    if name not in REPLAY_POLICIES:
+        raise ConfigError(f"{what}: unknown waiting policy {name!r}; a replay takes "
+                          f"{', '.join(REPLAY_POLICIES)}")
+    vals: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, v = part.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in ("b", "t", "share"):
+            raise ConfigError(f"{what}: {part!r} is not b=SECONDS, t=SECONDS or share=on|off")
+        if key in vals:
+            raise ConfigError(f"{what}: {key} given twice")
+        vals[key] = v.strip()
+    num: dict[str, float] = {}
+    for key in ("b", "t"):
+        if key in vals:
+            try:
+                num[key] = float(vals[key])
+            except ValueError:
+                raise ConfigError(f"{what}: {key} takes a number of seconds, got "
+                                  f"{vals[key]!r}") from None
+            if not (math.isfinite(num[key]) and num[key] >= 0):
+                raise ConfigError(f"{what}: {key} takes a number of seconds >= 0, got "
+                                  f"{vals[key]!r}")
+    if name in _NEEDS_B and "b" not in num:
+        raise ConfigError(f"{what}: {name} needs b=SECONDS (how long a task may wait)")
+    if name in _NEEDS_T and "t" not in num:
+        raise ConfigError(f"{what}: {name} needs t=SECONDS (shorter tasks are short)")
+    for key in num:
+        if (key == "b" and name not in _NEEDS_B) or (key == "t" and name not in _NEEDS_T):
+            raise ConfigError(f"{what}: {name} takes no {key}")
+    share = vals.get("share", "on").lower()
+    if share not in ("on", "off"):
+        raise ConfigError(f"{what}: share takes on or off, got {vals['share']!r}")
+    return Waiting(name, num.get("b", 0.0), num.get("t", 0.0), share == "on")
+
+
+class ReservedGate:
+    """The policy's half of the replay: decides each arriving task, keeps the reserved
+    queue, starts queued tasks when reserved room frees. ``act`` holds and starts tasks
+    (the engine, ``stratus.apply.Actuator``); timers and the queue's turn are events on
+    ``kernel``."""
+
+    def __init__(self, waiting: Waiting, book, cloud, act, kernel) -> None:
+        self.policy = waiting
+        self.share = waiting.share
+        self.book = book
+        self.cloud = cloud
+        self.act = act
+        self.kernel = kernel
+        self._drain_at = math.nan  # the instant a queue turn is scheduled for
+        self.reserved: list = []  # the reserved instances, oldest first (set by open())
+        self.queue: dict[int, object] = {}  # tid -> task, FCFS (dicts keep order)
+        n = book.work.n
+        self.wait = array("d", [math.nan]) * n  # reserved start or departure - submit
+        self.cloud_of = bytearray(n)  # 1: the policy sent it to the cloud
+        self.unfit = 0  # tasks that fit no reserved instance's type
+        self.short = 0  # tasks LJW or compound believed short
+        self.timeouts = 0  # AJW-T tasks that left after waiting b
+        self.on_reserved_by_scheduler = 0  # cloud tasks the scheduler put on reserved room
+
+    def open(self) -> None:
+        self.reserved = list(self.cloud.reserved.values())
+
+    # --- decisions ---------------------------------------------------------------------
+    def arrive(self, tasks, t: float) -> None:
+        """Decide each task that arrives at ``t`` (000 §3-4; module docstring)."""
+        p = self.policy
+        name, b = p.name, p.b
+        submit = self.book.work.submit_list
+        est = self.book.est
+        for task in tasks:
+            tid = task.tid
+            if not self._fits_type(task.req):
+                self.unfit += 1
+                self._to_cloud(task, t, submit[tid])
+                continue
+            if name in _NEEDS_T and est[tid] < p.t:
+                self.short += 1
+                self._to_cloud(task, t, submit[tid])
+                continue
+            inst = self._best_fit(task.req)
+            if inst is not None:
+                self._run(task, inst, t, submit[tid])
+                continue
+            if name == "njw" or (name in ("sww", "compound")
+                                 and self.predicted_wait(task, t, b) > b):
+                self._to_cloud(task, t, submit[tid])
+                continue
+            self.queue[tid] = task
+            if name == "ajw-t":
+                self.kernel.schedule(t + b, EV_DEPART, tid)
+
+    def timeout(self, tid: int, t: float) -> None:
+        """AJW-T's timer: a task still queued b after it arrived leaves for the cloud."""
+        task = self.queue.pop(tid, None)
+        if task is not None:
+            self.timeouts += 1
+            self._to_cloud(task, t, self.book.work.submit_list[tid])
+
+    def freed(self, t: float) -> None:
+        """Room freed on a reserved instance at ``t``: the queue's turn comes once every
+        finish of the instant is in (one event per instant), as in the pool simulator."""
+        if self.queue and self._drain_at != t:
+            self._drain_at = t
+            self.kernel.schedule(t, EV_DRAIN)
+
+    def drain(self, t: float) -> None:
+        """Every queued task that fits reserved room now starts, in order."""
+        queue = self.queue
+        if not queue:
+            return
+        top = self._top()
+        submit = self.book.work.submit_list
+        for tid, task in list(queue.items()):
+            req = task.req
+            if any(r > f for r, f in zip(req, top)):
+                continue
+            inst = self._best_fit(req)
+            if inst is None:
+                continue
+            del queue[tid]
+            self._run(task, inst, t, submit[tid])
+            top = self._top()
+            if not top[0]:
+                return
+
+    def predicted_wait(self, task, t: float, limit: float) -> float:
+        """Seconds until ``task`` would start if it joined the queue now, by simulating the
+        reserved instances forward on the runtime estimates (inf past ``limit``)."""
+        book = self.book
+        est, done, start = book.est, book.done, book.run_start
+        free = [list(i.free) for i in self.reserved]
+        ends: list[tuple[float, int, int, tuple]] = []
+        seq = 0
+        for k, inst in enumerate(self.reserved):
+            for other in inst._tasks.values():
+                o = other.tid
+                rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
+                heappush(ends, (t + max(rem, 0.0), seq, k, other.req))
+                seq += 1
+        queue = [*self.queue.values(), task]
+        now = t
+        while True:
+            rest = []
+            for q in queue:
+                k = _best_index(free, q.req)
+                if k < 0:
+                    rest.append(q)
+                    continue
+                if q is task:
+                    return now - t
+                f = free[k]
+                for d, r in enumerate(q.req):
+                    f[d] -= r
+                heappush(ends, (now + max(est[q.tid], 0.0), seq, k, q.req))
+                seq += 1
+            queue = rest
+            if not ends or ends[0][0] - t > limit:
+                return math.inf
+            now = ends[0][0]
+            while ends and ends[0][0] <= now:
+                _, _, k, req = heappop(ends)
+                f = free[k]
+                for d, r in enumerate(req):
+                    f[d] += r
+
+    # --- the reserved room ---------------------------------------------------------------
+    def _fits_type(self, req) -> bool:
+        return any(all(r <= c for r, c in zip(req, i.itype.capacity)) for i in self.reserved)
+
+    def _best_fit(self, req):
+        """The reserved instance with the fewest free cores that ``req`` fits now (000 §5's
+        best fit; ties: the oldest), or None."""
+        k = _best_index([i.free for i in self.reserved], req)
+        return self.reserved[k] if k >= 0 else None
+
+    def _top(self) -> list[int]:
+        """The most free room per dimension over the reserved instances (a task larger
+        than it in any dimension fits none)."""
+        return [max(v) for v in zip(*(i.free for i in self.reserved))]
+
+    def _run(self, task, inst, t: float, submitted: float) -> None:
+        self.wait[task.tid] = t - submitted
+        self.book.loc[task.tid] = inst
+        self.act.hold(inst, task, t)
+        self.act.start(task, t)
+
+    def _to_cloud(self, task, t: float, submitted: float) -> None:
+        self.wait[task.tid] = t - submitted
+        self.cloud_of[task.tid] = 1
+        self.book.pending.append(task)
+
+    # --- the report ------------------------------------------------------------------
+    def summary(self) -> dict:
+        """As ``stratus waiting simulate`` reports a pool: the split, the on-demand
+        (cloud) fraction and the mean wait over every task decided."""
+        waits = [w for w in self.wait if w == w]
+        n = len(waits)
+        cloud = sum(self.cloud_of)
+        return {"policy": self.policy.name, "b": self.policy.b, "t": self.policy.t,
+                "share": self.share, "tasks_reserved": n - cloud, "tasks_cloud": cloud,
+                "tasks_unfit_reserved": self.unfit, "tasks_short": self.short,
+                "tasks_timed_out": self.timeouts,
+                "on_demand_fraction": round(cloud / n, 6) if n else 0.0,
+                "mean_wait_s": round(sum(waits) / n, 4) if n else 0.0,
+                "cloud_tasks_on_reserved": self.on_reserved_by_scheduler}
+
+
+def _best_index(free, req) -> int:
+    """Of the free vectors ``free``, the index of the one with the fewest free cores that
+    ``req`` fits (the first of equals), or -1."""
+    best, room = -1, math.inf
+    for k, f in enumerate(free):
+        if f[0] < room and all(r <= x for r, x in zip(req, f)):
+            best, room = k, f[0]
+    return best
+
+
+__all__ = ["REPLAY_POLICIES", "ReservedGate", "Waiting", "parse_waiting"]
