@@ -15,6 +15,7 @@ import pandas as pd
 from stratus.base.resources import ALL_DIMS, DIMS
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+from stratus.pricing.prices import RESERVED
 from stratus.reserved import reserved_text
 
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ class ReplayResult:
             summary["reserved_instances"] = sum(n for _, n in e.cfg.reserved)
             summary["reserved"] = reserved_text(e.cfg.reserved)
             summary["reserved_cost_usd"] = _r(cost_by_market.get("reserved", 0.0))
+            summary["reserved_utilization"] = _reserved_utilization(cloud.ledger, names)
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -189,6 +191,26 @@ class ReplayResult:
                      "instances": {i.iid: i for i in cloud.released}, "req": work.req,
                      "prices": prices, "crashes": acct.crash_log}
         return cls(summary, instances, tasks, jobs, audit)
+
+
+def _reserved_utilization(ledger, names) -> dict:
+    """Per dimension, the share of the reserved instances' capacity-time that tasks held
+    (what the commitment bought and what of it was used)."""
+    if RESERVED not in ledger.markets:
+        return {d: None for d in names}
+    code = ledger.markets.index(RESERVED)
+    dims = len(names)
+    cap = [0.0] * dims
+    used = [0.0] * dims
+    for row, m in enumerate(ledger.market_code):
+        if m != code:
+            continue
+        life = ledger.released[row] - ledger.ready[row]
+        itype = ledger.types[ledger.type_code[row]]
+        for d in range(dims):
+            cap[d] += itype.capacity[d] * life
+            used[d] += ledger.used[row * dims + d]
+    return {d: _r(used[i] / cap[i], 4) if cap[i] > 0 else None for i, d in enumerate(names)}
 
 
 def _with_reserved(prices, catalog, markets, reserved):

@@ -153,7 +153,7 @@ class ReservedGate:
                 self.short += 1
                 self._to_cloud(task, t, submit[tid])
                 continue
-            inst = self._best_fit(task.req)
+            inst = self._best_fit(task)
             if inst is not None:
                 self._run(task, inst, t, submit[tid])
                 continue
@@ -190,7 +190,7 @@ class ReservedGate:
             req = task.req
             if any(r > f for r, f in zip(req, top)):
                 continue
-            inst = self._best_fit(req)
+            inst = self._best_fit(task)
             if inst is None:
                 continue
             del queue[tid]
@@ -201,7 +201,8 @@ class ReservedGate:
 
     def predicted_wait(self, task, t: float, limit: float) -> float:
         """Seconds until ``task`` would start if it joined the queue now, by simulating the
-        reserved instances forward on the runtime estimates (inf past ``limit``)."""
+        reserved instances forward on the runtime estimates (inf past ``limit``; room
+        only: anti-affinity is left to the placement itself)."""
         book = self.book
         est, done, start = book.est, book.done, book.run_start
         free = [list(i.free) for i in self.reserved]
@@ -243,11 +244,16 @@ class ReservedGate:
     def _fits_type(self, req) -> bool:
         return any(all(r <= c for r, c in zip(req, i.itype.capacity)) for i in self.reserved)
 
-    def _best_fit(self, req):
-        """The reserved instance with the fewest free cores that ``req`` fits now (000 §5's
-        best fit; ties: the oldest), or None."""
-        k = _best_index([i.free for i in self.reserved], req)
-        return self.reserved[k] if k >= 0 else None
+    def _best_fit(self, task):
+        """The reserved instance with the fewest free cores that ``task`` fits now (000 §5's
+        best fit; ties: the oldest), or None; never one that holds a flagged task of its
+        job when it is flagged itself (anti-affinity, as every placement)."""
+        insts = self.reserved
+        if task.anti_affinity:
+            taken = self.book.aa_where.get(task.job, ())
+            insts = [i for i in insts if i.iid not in taken]
+        k = _best_index([i.free for i in insts], task.req)
+        return insts[k] if k >= 0 else None
 
     def _top(self) -> list[int]:
         """The most free room per dimension over the reserved instances (a task larger

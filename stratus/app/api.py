@@ -379,6 +379,24 @@ def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
     return advise_trace(Session(spec).trace if isinstance(trace, str) else trace, spec)
 
 
+def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) -> dict:
+    """``stratus advise --commit``: the reserved mix or savings-plan level that minimizes
+    the unified replay's bill (stratus.app.commit); ``progress``: a line on stderr as each
+    replay ends."""
+    from stratus.app.commit import advise_commit
+
+    def line(p):
+        print(f"  {p['commitment']}: {p['total_cost_usd']} $", file=sys.stderr, flush=True)
+    return advise_commit(spec, trace, line if progress else None)
+
+
+def advise_commit(trace, commit: str, **options) -> dict:
+    """What ``stratus advise --commit`` prints, for ``trace`` (a spec string or a Trace) and
+    the options as keyword arguments (those of ``CommitSpec``)."""
+    return run_advise_commit(_spec(S.CommitSpec, trace, {"commit": commit, **options}),
+                             None if isinstance(trace, str) else trace)
+
+
 # --- sweeps and reports ---------------------------------------------------------------------
 def sweep(config, results: str | None = None, executor: str = "local",
           workers: int | None = None, progress: bool = False) -> dict:

@@ -107,17 +107,12 @@ def _init_worker(spec, trace, hist, warmup_h) -> None:
     _W.update(spec=spec, trace=trace, hist=hist, warmup_h=warmup_h)
 
 
-def with_estimator(spec: CloudSpec, estimator: str | None) -> CloudSpec:
-    """``spec`` with ``estimator`` (None: ``spec`` as it is)."""
-    return spec if estimator is None else spec.cloud(estimator=estimator)
-
-
-def _work(cell: tuple[SchedulerSpec, str | None]) -> dict:
+def _work(cell: tuple[SchedulerSpec, dict]) -> dict:
     # the spec itself, not its name: a scheduler registered at run time is in this
     # process's registry only; its factory travels by reference (module and name)
-    sched, estimator = cell
-    return replay_one(with_estimator(_W["spec"], estimator), _W["trace"], sched,
-                      lambda: _W["hist"], _W["warmup_h"]).summary
+    sched, changes = cell
+    return replay_one(_W["spec"].cloud(**changes), _W["trace"], sched, lambda: _W["hist"],
+                      _W["warmup_h"]).summary
 
 
 def _sendable(spec: SchedulerSpec) -> SchedulerSpec:
@@ -144,23 +139,35 @@ def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
     estimators = list(estimators) if estimators is not None else [None] * len(specs)
     if len(estimators) != len(specs):
         raise ValueError("run_schedulers: one estimator (or None) per scheduler")
-    jobs = min(jobs, len(specs))
-    if jobs <= 1:
-        return [replay_one(with_estimator(spec, est), trace, s, history, warmup_h,
-                           progress=progress).summary
-                for s, est in zip(specs, estimators)]
+    cells = [(s, {} if est is None else {"estimator": est}) for s, est in zip(specs, estimators)]
+    return run_cells(spec, trace, cells, history, warmup_h, jobs,
+                     None if on_done is None else (lambda i, r: on_done(specs[i].name, r)),
+                     progress)
+
+
+def run_cells(spec: CloudSpec, trace, cells: list[tuple[SchedulerSpec, dict]],
+              history: Callable[[], object], warmup_h: float | None, jobs: int,
+              on_done: Callable[[int, dict], None] | None = None,
+              progress: bool = False) -> list[dict]:
+    """Summaries of ``trace`` replayed once per cell (scheduler, changes to ``spec``'s cloud,
+    ``CloudSpec.cloud``), in order; ``jobs`` > 1: in worker processes, ``on_done(index,
+    summary)`` as each finishes (``run_schedulers``)."""
+    jobs = min(jobs, len(cells))
+    if jobs <= 1:  # (a progress bar per replay instead of on_done)
+        return [replay_one(spec.cloud(**changes), trace, s, history, warmup_h,
+                           progress=progress).summary for s, changes in cells]
 
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     from stratus.app.workers import Pool
 
-    specs = [_sendable(s) for s in specs]
-    hist = history() if any(learns_online(with_estimator(spec, est), s)
-                            for s, est in zip(specs, estimators)) else None
-    results: list[dict | None] = [None] * len(specs)
+    cells = [(_sendable(s), changes) for s, changes in cells]
+    hist = history() if any(learns_online(spec.cloud(**changes), s)
+                            for s, changes in cells) else None
+    results: list[dict | None] = [None] * len(cells)
     with Pool(jobs, _init_worker, (spec, trace, hist, warmup_h)) as ex:
-        futures = {ex.submit(_work, cell): i for i, cell in enumerate(zip(specs, estimators))}
+        futures = {ex.submit(_work, cell): i for i, cell in enumerate(cells)}
         for fut in as_completed(futures):
             i = futures[fut]
             try:
@@ -169,7 +176,7 @@ def run_schedulers(spec: CloudSpec, trace, specs: list[SchedulerSpec],
                 raise StratusError("a worker process died (out of memory?); "
                                    "try fewer --jobs") from None
             if on_done:
-                on_done(specs[i].name, results[i])
+                on_done(i, results[i])
     return results
 
 

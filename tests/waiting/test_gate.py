@@ -154,3 +154,16 @@ def test_waiting_needs_reserved_instances():
 def test_the_canonical_text_round_trips():
     for text in ("njw", "ajw-t:b=600", "compound:b=600,t=3600,share=off", "ljw:t=60"):
         assert parse_waiting(text).text() == text
+
+
+def test_the_gate_keeps_flagged_tasks_of_a_job_apart():
+    """Anti-affinity holds for the policy's own placements too: two flagged tasks of one
+    job never share a reserved instance, even when it has room for both."""
+    from tests.helpers.trace import make_trace as mk
+
+    trace = mk([(0, 0, 0, 600, 1.0, 1.0), (0, 1, 0, 600, 1.0, 1.0)])
+    trace.frame["anti_affinity"] = True
+    eng, res = _unified(trace, 1, "njw:share=off")
+    assert list(eng.gate.cloud_of) == [0, 1]
+    eng, res = _unified(trace, 2, "njw:share=off")
+    assert list(eng.gate.cloud_of) == [0, 0]

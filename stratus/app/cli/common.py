@@ -22,10 +22,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_spec(p: argparse.ArgumentParser, cls: type[S.Spec], skip: tuple[str, ...] = (),
-             positional: tuple[str, ...] = (), defaults: bool = False) -> None:
+             positional: tuple[str, ...] = (), defaults: bool = False,
+             optional: tuple[str, ...] = ()) -> None:
     """``cls``'s fields as options of ``p``: ``--name-with-dashes``; argparse keeps no
     default (the spec has it), so an option not given is not in the namespace. With
-    ``defaults`` the namespace gets the spec's defaults (for commands that read it)."""
+    ``defaults`` the namespace gets the spec's defaults (for commands that read it).
+    ``optional``: fields argparse does not require (the spec still does: a command whose
+    options are two specs' requires each only in its own mode)."""
     from dataclasses import MISSING, fields
 
     for f in fields(cls):
@@ -52,7 +55,8 @@ def add_spec(p: argparse.ArgumentParser, cls: type[S.Spec], skip: tuple[str, ...
                            default=default, help=help_)
         else:
             p.add_argument(flag, dest=f.name, metavar=f.metadata.get("metavar"),
-                           required=f.default is MISSING, default=default, help=help_)
+                           required=f.default is MISSING and f.name not in optional,
+                           default=default, help=help_)
 
 
 def spec_from(args: argparse.Namespace, cls: type[S.Spec], **extra):

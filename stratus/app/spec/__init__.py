@@ -27,6 +27,7 @@ from stratus.app.spec.qos import QosRunSpec, QosSweepSpec, QosWorkloadOptions
 from stratus.app.spec.replay import (
     WINDOW_KEYS,
     CloudSpec,
+    CommitSpec,
     CompareSpec,
     EstimateSpec,
     ReplaySpec,
@@ -47,7 +48,7 @@ from stratus.app.spec.waiting import AdviseSpec, AnalyzeSpec, PoolOptions, Serve
 
 __all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "flag",
            "labelled", "names", "number", "numbers", "opt", "text", "WINDOW_KEYS",
-           "CloudSpec", "CompareSpec", "EstimateSpec", "ReplaySpec", "SensitivitySpec",
+           "CloudSpec", "CommitSpec", "CompareSpec", "EstimateSpec", "ReplaySpec", "SensitivitySpec",
            "SpotPrices", "WindowSpec", "slice_plan", "SHARE_SPECS", "ShareDefectSpec",
            "ShareOptions", "ShareSimulateSpec", "ShareSoloSpec", "ShareSweepSpec",
            "AdviseSpec", "AnalyzeSpec", "PoolOptions", "ServerSpec", "WaitingSpec",
@@ -56,4 +57,5 @@ __all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "f
 #: every command's spec, by the command's name
 SPECS: dict[str, type[Spec]] = {s.command: s for s in (
     ReplaySpec, CompareSpec, SensitivitySpec, EstimateSpec, WaitingSpec, AdviseSpec,
+    CommitSpec,
     AnalyzeSpec, *SHARE_SPECS.values(), QosRunSpec, QosSweepSpec)}

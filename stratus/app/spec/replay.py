@@ -149,9 +149,13 @@ class CloudSpec(WindowSpec, SpotPrices):
 
             check_reserved(parse_reserved(self.reserved), get_catalog(self.catalog),
                            LABEL.get()("reserved"))
-        if self.waiting is not None and self.reserved is None:
+        if self.waiting is not None and self.reserved is None and not self.reserved_later():
             raise ConfigError("--waiting needs reserved instances to wait for "
                               "(--reserved TYPE:COUNT)")
+
+    def reserved_later(self) -> bool:
+        """Whether the reserved instances are chosen after this check (the advisor's)."""
+        return False
 
     def cloud(self, **changes) -> CloudSpec:
         """Just the cloud and the window (what one replay needs), with ``changes``."""
@@ -250,3 +254,32 @@ class EstimateSpec(WindowSpec):
                             help="history a learning estimator trains on before the window")
 
 
+
+
+COMMITS = ("reserved", "savings-plan")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitSpec(ReplaySpec):
+    """``stratus advise --commit``: the reserved mix or savings-plan level that minimizes
+    the bill of the unified replay (the window, cloud, scheduler and waiting policy as a
+    replay takes them)."""
+    command: ClassVar[str] = "advise-commit"
+    commit: str = opt(check=text(COMMITS), choices=COMMITS,
+                      help="what to buy: a reserved mix (count per type) or a savings-plan "
+                           "level ($/h)")
+    slot: float = opt(3600.0, number("a number of seconds", 0, above=True),
+                      help="the MILP's time slot over the load curve, s")
+    replays: int = opt(12, number("a whole number", 3, integer=True, hi=200), metavar="N",
+                       help="at most N replays in the search")
+    jobs: int | None = opt(None, _jobs, metavar="N", identity=False,
+                           help="replays in N processes (default: one per core)")
+
+    def reserved_later(self) -> bool:
+        return self.commit == "reserved"
+
+    def check(self) -> None:
+        super().check()
+        if self.commit == "reserved" and self.reserved is not None:
+            raise ConfigError("--commit reserved chooses the reserved mix itself; drop "
+                              "--reserved")
