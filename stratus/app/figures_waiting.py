@@ -1,11 +1,14 @@
 """The report's waiting-policy figures (papers 000, 003): price, wait and opportunity cost
-against the reserved servers s, with the M/M/s model's curves (000 Figs. 13, 16)."""
+against the reserved servers s, with the M/M/s model's curves (000 Figs. 13, 16); and the
+total bill against reserved capacity, the two-stage pipeline (``waiting`` cells) beside the
+unified replay (``replay`` cells with ``--reserved`` and ``--waiting``; issue 23 item 6)."""
 
 from __future__ import annotations
 
 import json
 
 from stratus.app.figures import Figure, _fmt, _opt, _stat, what_ran
+from stratus.app.report_groups import window_key
 
 
 def waiting_figures(df) -> list[Figure]:
@@ -78,6 +81,110 @@ def waiting_figures(df) -> list[Figure]:
             "number of reserved servers, mean ± sd over seeds/slices; dashed lines: the "
             "queueing model (000 §3–4, stratus analyze) where the trace is the M/M/s one it "
             "models. " + what_ran(g), draw, rows))
+    return figs
+
+
+#: the policies the bill-against-capacity figure draws (issue 23, item 6)
+BILL_POLICIES = ("njw", "ajw-t", "compound")
+
+
+def _vcpus(mix: str, catalog: str) -> float:
+    """vCPUs of a reserved mix ``TYPE:COUNT,...`` of ``catalog``'s types."""
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.reserved import parse_reserved
+
+    cat = get_catalog(catalog)
+    return float(sum(cat[name].vcpu * n for name, n in parse_reserved(mix)))
+
+
+def _bill_points(df) -> list[dict]:
+    """(series, reserved vCPUs, bill) per ok cell of either sweep command, for the policies
+    of ``BILL_POLICIES``: ``waiting`` cells are the pipeline, its overflow the smallest-VM
+    model or a scheduler; ``replay`` cells with a waiting policy are the unified replay."""
+    out = []
+    for row in df.to_dict("records"):
+        res = json.loads(row["result_json"])
+        cmd = row["command"]
+        if cmd == "waiting":
+            pol = res.get("policy")
+            cores = res.get("reserved_vcpus")
+            if cores is None:
+                from stratus.pricing.catalog_files import get_catalog
+
+                cores = res["reserved"] * get_catalog(res["catalog"])[res["server_type"]].vcpu
+            over = (res.get("cloud") or "smallest-vm").split(" ")[0]
+            series = f"{pol}, overflow {over} (pipeline)"
+        elif cmd == "replay" and isinstance(res.get("waiting"), dict) and res.get("reserved"):
+            pol = res["waiting"]["policy"]
+            opt = row.get("opt_catalog")  # (NaN where a row has none)
+            cat = opt if isinstance(opt, str) else "m4"
+            cores = _vcpus(res["reserved"], cat)
+            series = f"{pol}, overflow {res['scheduler']} (unified)"
+        else:
+            continue
+        if pol in BILL_POLICIES:  # by the label as written: the figure's own axes vary
+            out.append({"trace_label": row.get("trace_group", row["trace_label"]),
+                        "window": window_key(row), "series": series,
+                        "vcpus": float(cores), "bill": float(res["total_cost_usd"])})
+    return out
+
+
+def commitment_figures(df) -> list[Figure]:
+    """Total bill against reserved capacity (vCPUs) for NJW, AJW-T and compound, one line
+    per policy and overflow, pipeline and unified replay side by side, mean ± sd over
+    seeds and slices."""
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = pd.DataFrame(_bill_points(df))
+    if pts.empty:
+        return []
+    figs = []
+    for (label, _), g in pts.groupby(["trace_label", "window"], sort=False):
+        series, rows = {}, []
+        for name, gs in g.groupby("series", sort=True):
+            line = []
+            for v, gv in sorted(gs.groupby("vcpus")):
+                st = _stat(gv["bill"])
+                line.append((v, st))
+                rows.append({"series": name, "reserved vCPUs": f"{v:g}",
+                             "total bill $": _fmt(st, 2)})
+            series[name] = line
+
+        def draw(path, sr=series, label=label):
+            fig, ax = plt.subplots(figsize=(11, 4.5))
+            cmap = plt.get_cmap("tab10")
+            pols = {n.split(",")[0]: i for i, n in enumerate(sorted({k.split(",")[0]
+                                                                     for k in sr}))}
+            for name, line in sr.items():
+                pol = name.split(",")[0]
+                ls = "-" if name.endswith("(unified)") else "--"
+                # the smallest-VM model: the pipeline's, or one VM per task in the replay
+                mk = "o" if "smallest-vm" in name or "task-per-instance" in name else "s"
+                ax.errorbar([v for v, _ in line], [st["mean"] for _, st in line],
+                            yerr=[st["std"] or 0.0 for _, st in line], ls=ls, marker=mk,
+                            ms=4, capsize=2, color=cmap(pols[pol]), label=name)
+            ax.set_xlabel("reserved capacity (vCPUs)")
+            ax.set_ylabel("total bill ($)")
+            ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+            ax.set_title(f"{label}: total bill against reserved capacity", fontsize=10)
+            fig.tight_layout()
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+
+        slug = "".join(c if c.isalnum() else "-" for c in label.lower())
+        figs.append(Figure(
+            f"bill-vs-reserved-{slug}", f"Total bill against reserved capacity on {label}",
+            "The whole bill (reserved capacity for the whole horizon plus the cloud) against "
+            "the reserved vCPUs, for NJW, AJW-T and compound (000 §3-4), mean ± sd over "
+            "seeds/slices. Dashed: the two-stage pipeline (stratus waiting simulate: the pool "
+            "decides, the overflow runs on the cheapest VM that fits or through a scheduler); "
+            "solid: the unified replay (stratus replay --reserved --waiting), where the "
+            "scheduler also packs its tasks onto reserved room the queue leaves free. "
+            + what_ran(df[df.get("trace_group", df["trace_label"]) == label]), draw, rows))
     return figs
 
 

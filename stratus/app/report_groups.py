@@ -53,6 +53,7 @@ def comparable(df):
     if df.empty:
         return df, []
     df = df.copy()
+    df["trace_group"] = df["trace_label"]  # the label as written, before any split
     rows = df.to_dict("records")
     keys = [json.dumps(setting(r), sort_keys=True, default=str) for r in rows]
     labels = list(df["trace_label"])
@@ -79,3 +80,17 @@ def comparable(df):
                      + "; ".join(named.values()))
     df["trace_label"] = labels
     return df, notes
+
+
+WINDOW = ("trace", "format", "hours", "start", "slices")
+
+
+def window_key(row: dict) -> str:
+    """The trace window a row ran on (its spec's window and the trace file's content),
+    whatever its command: what rows of a replay and of a waiting sweep must share to be
+    drawn on one figure."""
+    spec = row.get("spec_json")
+    spec = json.loads(spec) if isinstance(spec, str) and spec not in ("null", "") else {}
+    inputs = json.loads(row.get("inputs_json") or "null") or {}
+    return json.dumps({**{k: spec.get(k, row.get(k)) for k in WINDOW},
+                       "content": inputs.get("trace")}, sort_keys=True, default=str)

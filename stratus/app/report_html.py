@@ -7,7 +7,7 @@ import html
 import sys
 from pathlib import Path
 
-from stratus.app.figures_waiting import waiting_figures
+from stratus.app.figures_waiting import commitment_figures, waiting_figures
 from stratus.base.errors import ConfigError
 
 CSS = """body{font-family:Georgia,serif;max-width:1100px;margin:2em auto;color:#222;
@@ -61,7 +61,8 @@ def build(results: Path) -> tuple[dict, dict]:
         raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
     ok, notes = comparable(df[df["status"] == "ok"])
     failed = df[df["status"] != "ok"]
-    figs = figures.replay_figures(ok) + waiting_figures(ok) if not ok.empty else []
+    figs = (figures.replay_figures(ok) + waiting_figures(ok) + commitment_figures(ok)
+            if not ok.empty else [])
     parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
              f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
              "shows the mean and spread over the windows (slices × seeds) of each trace, "
