@@ -4,11 +4,14 @@ each server's room from its own shape; hand-computed placements."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stratus.app.cli import main
 from stratus.base.errors import ConfigError
 from stratus.waiting.pool import POLICIES, PoolSpec, WaitingPolicy, simulate, summarize
 
@@ -216,3 +219,94 @@ def test_mixed_specs_are_checked():
         PoolSpec.mixed([(0, 4)])
     with pytest.raises(ConfigError, match="PoolSpec.mixed"):
         PoolSpec(3, 8.0, 64.0, shapes=((8, 32), (2, 64)))
+
+
+# --- the command: --reserved-mix ------------------------------------------------------------
+GOOGLE = ["--trace", "synthetic:google?scale=0.02", "--hours", "4", "--seed", "2"]
+
+
+def _cli(capsys, *argv) -> dict:
+    assert main(["waiting", "simulate", *GOOGLE, *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_mix_of_one_type_is_that_pool(capsys):
+    """``--reserved-mix T:S`` is ``--reserved S --reserved-type T``, number for number."""
+    pol = ["--policy", "ajw-t", "--b", "600", "--packing", "first-fit"]
+    one = _cli(capsys, "--reserved", "3", "--reserved-type", "m5.2xlarge", *pol)
+    mix = _cli(capsys, "--reserved-mix", "m5.2xlarge:3", *pol)
+    assert mix["reserved_mix"] == "m5.2xlarge:3" and "server_type" not in mix
+    assert one["server_type"] == "m5.2xlarge" and "reserved_mix" not in one
+    shared = (set(one) & set(mix)) - {"reserved_mix"}
+    assert {k: one[k] for k in shared} == {k: mix[k] for k in shared}
+    assert mix["reserved_hourly"] == pytest.approx(3 * one["server_reserved_hourly"], abs=1e-5)
+    assert one["on_demand_fraction"] > 0 and one["mean_wait_s"] > 0
+
+
+def test_a_two_type_mix_is_billed_server_by_server(capsys):
+    """Each server at (1 - D) x its type's on-demand rate for the whole horizon; the API's
+    ``reserved_mix=`` is the same run."""
+    import stratus
+
+    doc = _cli(capsys, "--reserved-mix", " m5.4xlarge:1 , m5.large:2", "--reserved-discount",
+               "0.5", "--policy", "njw")
+    assert doc["reserved"] == 3 and doc["reserved_mix"] == "m5.4xlarge:1,m5.large:2"
+    assert doc["reserved_hourly"] == pytest.approx(0.5 * (0.768 + 2 * 0.096))
+    assert doc["reserved_ondemand_hourly"] == pytest.approx(0.768 + 2 * 0.096)
+    assert doc["reserved_cost_usd"] == pytest.approx(doc["reserved_hourly"] * doc["horizon_h"],
+                                                     rel=1e-3)
+    assert doc["total_cost_usd"] == pytest.approx(doc["reserved_cost_usd"]
+                                                  + doc["cloud_cost_usd"], abs=1e-3)
+    api = stratus.waiting.simulate(GOOGLE[1], policy="njw", hours=4, seed=2,
+                                   reserved_mix="m5.4xlarge:1,m5.large:2",
+                                   reserved_discount=0.5)
+    assert api == doc
+    # without a discount: the catalog's reserved rates, as the replay prices --reserved
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.reserved import reserved_rate
+
+    m5 = get_catalog("m5")
+    doc = _cli(capsys, "--reserved-mix", "m5.4xlarge:1,m5.large:2", "--policy", "njw")
+    assert doc["reserved_hourly"] == pytest.approx(
+        reserved_rate(m5["m5.4xlarge"], None) + 2 * reserved_rate(m5["m5.large"], None),
+        abs=1e-6)
+
+
+def test_the_overflow_of_a_mix_replays_through_a_vc_scheduler(capsys):
+    base = ["--reserved-mix", "m5.4xlarge:2,m5.xlarge:4", "--policy", "njw"]
+    vm = _cli(capsys, *base)
+    vc = _cli(capsys, *base, "--cloud", "task-per-instance", "--market", "on-demand")
+    assert vc["on_demand_fraction"] == vm["on_demand_fraction"] > 0
+    assert vc["cloud_replay"]["tasks"] == round(vm["on_demand_fraction"] * vm["jobs"])
+    assert vc["reserved_cost_usd"] == vm["reserved_cost_usd"]
+    assert vc["total_cost_usd"] == pytest.approx(vc["reserved_cost_usd"] + vc["cloud_cost_usd"],
+                                                 abs=1e-3)
+    assert vc["reserved_mix"] == "m5.4xlarge:2,m5.xlarge:4"
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (["--reserved-mix", "m5.huge:2"], "--reserved-mix: unknown instance type 'm5.huge'"),
+    (["--reserved-mix", "m5.large:2", "--reserved", "2"], "not both (also given: --reserved)"),
+    (["--reserved-mix", "m5.large:2", "--reserved-type", "m5.large"],
+     "not both (also given: --reserved-type)"),
+    (["--reserved-mix", "m5.large:2", "--reserved-cores", "2", "--reserved-mem-gb", "8"],
+     "also given: --reserved-cores, --reserved-mem-gb"),
+    (["--reserved-mix", "m5.large:0"], "--reserved-mix: 'm5.large:0': the count must be"),
+    (["--reserved-mix", "m5.large:2,m5.large:1"], "--reserved-mix: type 'm5.large' given"),
+    (["--reserved-mix", "m5.large"], "--reserved-mix: 'm5.large' is not TYPE:COUNT"),
+    ([], "needs --reserved S (with its server) or --reserved-mix"),
+])
+def test_bad_mixes_are_one_line(argv, what, capsys):
+    assert main(["waiting", "simulate", "--trace", "synthetic:mms?hours=1", "--policy", "njw",
+                 *argv]) == 2
+    err = capsys.readouterr().err
+    assert what in err and err.count("\n") == 1
+
+
+def test_the_api_takes_a_mix_and_names_its_keyword():
+    import stratus
+
+    with pytest.raises(ConfigError, match="^reserved_mix: unknown instance type"):
+        stratus.waiting.simulate("synthetic:mms?hours=1", policy="njw", reserved_mix="x:1")
+    with pytest.raises(ConfigError, match="reserved_mix is the whole pool"):
+        stratus.waiting.simulate("synthetic:mms?hours=1", 2, "njw", reserved_mix="m5.large:1")
