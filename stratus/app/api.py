@@ -347,11 +347,13 @@ def run_analyze(spec: S.AnalyzeSpec) -> dict:
                     f_under=spec.f_under).as_dict()
 
 
-def simulate_waiting(trace, reserved: int, policy: str, **options) -> dict:
+def simulate_waiting(trace, reserved: int | None = None, policy: str | None = None,
+                     **options) -> dict:
     """``trace`` through ``reserved`` servers under a waiting ``policy``, the overflow to
-    on-demand VMs (``stratus waiting simulate``; exported as ``stratus.waiting.simulate``)."""
-    return run_waiting(_spec(S.WaitingSpec, trace, {"reserved": reserved, "policy": policy,
-                                                    **options}), trace)
+    on-demand VMs (``stratus waiting simulate``; exported as ``stratus.waiting.simulate``).
+    A reserved mix instead: ``simulate(trace, policy=P, reserved_mix="TYPE:COUNT,...")``."""
+    given = {k: v for k, v in (("reserved", reserved), ("policy", policy)) if v is not None}
+    return run_waiting(_spec(S.WaitingSpec, trace, {**given, **options}), trace)
 
 
 def run_waiting(spec: S.WaitingSpec, trace=None) -> dict:

@@ -10,7 +10,8 @@ import numpy as np
 from stratus.app.spec import AdviseSpec, WaitingSpec
 from stratus.base.errors import ConfigError
 from stratus.pricing.catalog_files import get_catalog
-from stratus.waiting.bill import pool_prices, smallest_vm_costs
+from stratus.reserved import reserved_text
+from stratus.waiting.bill import mix_prices, pool_prices, smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 
 MISPREDICTION_SEED = 0x3A17
@@ -151,13 +152,21 @@ def train_wait_model(spec, policy, submit, runtime, cpu, mem, short, seed: int =
 
 
 def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
-    spec = PoolSpec(opts.reserved, *opts.server(),
-                    placement=opts.packing, order=opts.scheduling,
-                    work_conserving=opts.work_conserving)
+    spec = opts.pool()
     policy = WaitingPolicy(opts.policy, opts.b, opts.t)
     catalog = get_catalog(opts.catalog)
-    prices = pool_prices(catalog, spec.cores, spec.mem_gib, opts.reserved_discount,
-                         opts.reserved_type)
+    mix = opts.mix()
+    if mix is None:
+        prices = pool_prices(catalog, spec.cores, spec.mem_gib, opts.reserved_discount,
+                             opts.reserved_type)
+        rate = prices.server_reserved_hourly  # per server, S of them
+        core_hour = prices.core_hour_ondemand
+        hourly = spec.servers * rate
+    else:
+        prices = mix_prices(catalog, mix, opts.reserved_discount)
+        rate = list(prices.rates)  # one per server, in the pool's order
+        core_hour = prices.core_hour_ondemand
+        hourly = prices.reserved_hourly
     f = trace.frame
     submit = f["submit_s"].to_numpy(np.float64)
     runtime = f["runtime_s"].to_numpy(np.float64)
@@ -209,7 +218,7 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
             from stratus.waiting.spot import SpotSpeculation
 
             spot = SpotSpeculation(_spot_book(opts, catalog), cpu, mem)
-            spot.check(np.nonzero((cpu <= spec.cores + 1e-9) & (mem <= spec.mem_gib + 1e-9))[0])
+            spot.check(np.nonzero(spec.fits(cpu, mem))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=estimate, revocation=None if spot is None else spot.revocation)
     steady = opts.steady_state
@@ -221,12 +230,12 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
         from stratus.waiting.spot import speculation_bill
 
         spec_bill = speculation_bill(run, spot, runtime, per_job)
-        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                        spec_bill["cloud_cost"], prices.core_hour_ondemand, steady,
+        out = summarize(run, submit, runtime, cpu, rate, spec.servers,
+                        spec_bill["cloud_cost"], core_hour, steady,
                         waste_usd=spec_bill["killed_usd"] + spec_bill["revoked_usd"])
     else:
-        out = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                        per_job, prices.core_hour_ondemand, steady,
+        out = summarize(run, submit, runtime, cpu, rate, spec.servers,
+                        per_job, core_hour, steady,
                         speculation_s=opts.t if opts.policy == "ljw-spec" else 0.0)
     if opts.policy == "ljw-spec":
         # 003 §3.1: the two kinds of wasted spend, apart; they sum to speculation_waste_usd
@@ -247,7 +256,7 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
                                       + out["speculation_waste_usd"], 4)
         out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
         if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
-            out["opportunity_cost"] = round(out["normalized_price"] * prices.core_hour_ondemand
+            out["opportunity_cost"] = round(out["normalized_price"] * core_hour
                                             * out["mean_wait_s"], 6)
         out["cloud_replay"] = {k: vc.get(k) for k in (
             "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
@@ -256,19 +265,24 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
         # the oracle on the very same jobs, for the comparison 003 Figs. 7-8 make
         ref = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=None if estimate is None else estimate[keep])
-        o = summarize(ref, submit, runtime, cpu, prices.server_reserved_hourly, spec.servers,
-                      per_job, prices.core_hour_ondemand, steady)
+        o = summarize(ref, submit, runtime, cpu, rate, spec.servers, per_job, core_hour,
+                      steady)
         ml["oracle_same_jobs"] = {k: o[k] for k in ("normalized_price", "mean_wait_s",
                                                     "on_demand_fraction", "total_cost_usd",
                                                     "opportunity_cost")}
         out["ml"] = ml
+    if mix is None:
+        pool = {"server_type": prices.server_type,
+                "server_reserved_hourly": round(prices.server_reserved_hourly, 6),
+                "server_ondemand_hourly": prices.server_ondemand_hourly}
+    else:
+        pool = {"reserved_mix": reserved_text(mix),
+                "reserved_ondemand_hourly": round(prices.ondemand_hourly, 6)}
     return {"policy": opts.policy, "reserved": spec.servers, **out,
             "trace": trace.name, "b": opts.b, "t": opts.t, "scheduling": spec.order,
             "packing": spec.placement, "work_conserving": spec.work_conserving,
             "steady_state": steady, "cloud": cloud_model, "catalog": catalog.name,
-            "server_type": prices.server_type,
-            "server_reserved_hourly": round(prices.server_reserved_hourly, 6),
-            "server_ondemand_hourly": prices.server_ondemand_hourly}
+            "reserved_hourly": round(hourly, 6), **pool}
 
 
 def advise(trace, opts: AdviseSpec) -> dict:

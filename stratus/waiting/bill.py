@@ -49,6 +49,34 @@ def pool_prices(catalog: Catalog, cores: float, mem_gib: float,
     return PoolPrices(t.ondemand_hourly, reserved, t.ondemand_hourly / cores, t.name)
 
 
+@dataclass(frozen=True)
+class MixPrices:
+    """A reserved mix's prices, server by server in the pool's order."""
+
+    rates: tuple[float, ...]  # $/h reserved, one per server
+    reserved_hourly: float  # their sum
+    ondemand_hourly: float  # the servers' on-demand sum
+    core_hour_ondemand: float  # on-demand $ per core-hour of the pool: normalized_price's unit
+
+
+def mix_prices(catalog: Catalog, pairs, discount: float | None) -> MixPrices:
+    """``pairs`` ((type, count), ...) priced as the replay prices ``--reserved``
+    (``stratus.reserved.reserved_rate``): (1 - D) x on-demand with ``discount`` D, else the
+    catalog's reserved rate, else (1 - 0.6) x on-demand where the catalog has none."""
+    from stratus.reserved import reserved_rate
+
+    if discount is not None and not (0 <= discount < 1 and math.isfinite(discount)):
+        raise ConfigError(f"--reserved-discount takes a fraction in [0, 1), got {discount}")
+    rates: list[float] = []
+    ondemand = cores = 0.0
+    for name, n in pairs:
+        t = catalog[name]
+        rates += [reserved_rate(t, discount)] * n
+        ondemand += n * t.ondemand_hourly
+        cores += n * t.vcpu
+    return MixPrices(tuple(rates), float(sum(rates)), ondemand, ondemand / cores)
+
+
 def smallest_types(catalog: Catalog, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
     """Per job, the index (in ``catalog.types``) of the cheapest type that fits it; -1
     where none does."""

@@ -5,11 +5,12 @@
 On arrival the policy sends a job to the cloud at once or lets it queue for the pool; an
 AJW-T or compound job that has waited ``b`` leaves for the cloud then (000 Eqs. 12-13).
 The pool advances from arrival and finish to arrival and finish, no ticks; at equal times
-finishes come first, then departures for the cloud, then arrivals.
+finishes come first, then departures for the cloud, then arrivals. Its servers are
+identical, or each of its own shape (``PoolSpec.mixed``: a reserved mix of types).
 
 Two exact paths give the same answers where both apply:
-* *unit* pools, where no two jobs ever share a server, with FCFS order: the
-  Kiefer-Wolfowitz recursion (each arrival takes the earliest server to free up), two heap
+* *unit* pools of identical servers, where no two jobs ever share a server, with FCFS
+  order: the Kiefer-Wolfowitz recursion (each arrival takes the earliest server to free up), two heap
   operations a job, which is what an M/M/s trace of millions of jobs needs;
 * the general path: several jobs per server, best-fit or first-fit placement, FCFS or SJF
   queues, work-conserving or not.
@@ -34,7 +35,11 @@ _EPS = 1e-9
 
 @dataclass(frozen=True)
 class PoolSpec:
-    """``servers`` identical servers of ``cores`` and ``mem_gib``."""
+    """``servers`` identical servers of ``cores`` and ``mem_gib``; or, with ``shapes``, one
+    (cores, GiB) per server in that order (a reserved mix, ``PoolSpec.mixed``). Then
+    ``servers`` is ``len(shapes)`` and ``cores``/``mem_gib`` are derived, not given: the
+    largest cores and the largest GiB of any server (a bound on any server's room; the
+    shape of every server when all are equal)."""
 
     servers: int
     cores: float
@@ -42,6 +47,16 @@ class PoolSpec:
     placement: str = "best-fit"  # 000 §5: fewest free cores that fit
     order: str = "fcfs"
     work_conserving: bool = True  # the first queued job that fits starts, not only the head
+    shapes: tuple[tuple[float, float], ...] | None = None
+
+    @classmethod
+    def mixed(cls, shapes, placement: str = "best-fit", order: str = "fcfs",
+              work_conserving: bool = True) -> PoolSpec:
+        """A pool of servers of these (cores, GiB) shapes, in this order (the order best
+        fit breaks ties by and first fit scans in)."""
+        shapes = _shapes(shapes)
+        return cls(len(shapes), max(c for c, _ in shapes), max(m for _, m in shapes),
+                   placement, order, work_conserving, shapes)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.servers, int) and 0 <= self.servers <= 1_000_000):
@@ -54,6 +69,58 @@ class PoolSpec:
             raise ConfigError(f"--packing takes {' or '.join(PLACEMENTS)}, got {self.placement!r}")
         if self.order not in ORDERS:
             raise ConfigError(f"--scheduling takes {' or '.join(ORDERS)}, got {self.order!r}")
+        if self.shapes is not None:
+            shapes = _shapes(self.shapes)
+            object.__setattr__(self, "shapes", shapes)
+            top = (len(shapes), max(c for c, _ in shapes), max(m for _, m in shapes))
+            if (self.servers, self.cores, self.mem_gib) != top:
+                raise ConfigError(f"a pool of {len(shapes)} shapes has {top[0]} servers of "
+                                  f"at most {top[1]:g} cores and {top[2]:g} GiB, not "
+                                  f"{self.servers} of {self.cores:g} and {self.mem_gib:g} "
+                                  f"(PoolSpec.mixed derives them)")
+
+    @property
+    def uniform(self) -> bool:
+        """Every server has the same shape (``cores`` and ``mem_gib``)."""
+        return self.shapes is None or all(x == self.shapes[0] for x in self.shapes)
+
+    def server_shapes(self) -> list[tuple[float, float]]:
+        """(cores, GiB) of each server, in order."""
+        if self.shapes is None:
+            return [(float(self.cores), float(self.mem_gib))] * self.servers
+        return list(self.shapes)
+
+    def total_cores(self) -> float:
+        return float(self.servers * self.cores) if self.shapes is None else float(
+            sum(c for c, _ in self.shapes))
+
+    def fits(self, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """Per job, whether it fits one server at all (an empty pool: none)."""
+        cpu = np.asarray(cpu, dtype=np.float64)
+        mem = np.asarray(mem, dtype=np.float64)
+        if self.servers == 0:
+            return np.zeros(len(cpu), dtype=bool)
+        if self.uniform:
+            return (cpu <= self.cores + _EPS) & (mem <= self.mem_gib + _EPS)
+        out = np.zeros(len(cpu), dtype=bool)
+        for c, m in dict.fromkeys(self.shapes):
+            out |= (cpu <= c + _EPS) & (mem <= m + _EPS)
+        return out
+
+
+def _shapes(shapes) -> tuple[tuple[float, float], ...]:
+    """At least one (cores, GiB) pair of positive finite numbers, as a tuple of floats."""
+    try:
+        out = tuple((float(c), float(m)) for c, m in shapes)
+    except (TypeError, ValueError):
+        raise ConfigError(f"server shapes are (cores, GiB) pairs, got {shapes!r}") from None
+    if not out:
+        raise ConfigError("a pool of server shapes needs at least one server")
+    for c, m in out:
+        if not (c > 0 and m > 0 and math.isfinite(c) and math.isfinite(m)):
+            raise ConfigError(f"a server's cores and GiB must be positive numbers, got "
+                              f"({c:g}, {m:g})")
+    return out
 
 
 @dataclass(frozen=True)
@@ -126,9 +193,7 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
     submit = np.asarray(submit, dtype=np.float64)
     if n and np.any(np.diff(submit) < 0):
         raise ConfigError("pool simulation: jobs must be in submission order")
-    fits = (cpu <= spec.cores + _EPS) & (mem <= spec.mem_gib + _EPS)
-    if spec.servers == 0:
-        fits = np.zeros(n, dtype=bool)
+    fits = spec.fits(cpu, mem)
     if short is None:
         short = runtime < policy.t if policy.name in ("ljw", "compound") else np.zeros(n, bool)
     elif policy.name not in ("ljw", "compound"):
@@ -140,7 +205,7 @@ def simulate(spec: PoolSpec, policy: WaitingPolicy, submit: np.ndarray, runtime:
         hooks = True
     else:
         revocation = None
-    if spec.order == "fcfs" and not hooks and _unit_pool(spec, cpu, mem, fits):
+    if spec.order == "fcfs" and not hooks and spec.uniform and _unit_pool(spec, cpu, mem, fits):
         return _unit_fcfs(spec.servers, policy, submit, runtime, fits, short, over, under,
                           short_first, timer)
     key = runtime if estimate is None else np.asarray(estimate, dtype=np.float64)
@@ -265,8 +330,10 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     start = np.full(n, np.nan)
     wait = np.zeros(n)
     server = np.full(n, -1, dtype=np.int64)
-    free_c = [float(spec.cores)] * s
-    free_m = [float(spec.mem_gib)] * s
+    shapes = spec.server_shapes()  # each server's room starts at its own shape
+    free_c = [c for c, _ in shapes]
+    free_m = [m for _, m in shapes]
+    num_cores = spec.total_cores()
     name, b = policy.name, policy.b
     best = spec.placement == "best-fit"
     wc = spec.work_conserving
@@ -367,7 +434,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
     def features(j: int, t: float) -> list[float]:
         rn, rc, rs, wn, wcpu, ws = agg
         return [rn, wn, rc / rn if rn else 0.0, t - rs / rn if rn else 0.0,
-                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, s * spec.cores,
+                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, num_cores,
                 sum(free_c), cp[j], mm[j]]
 
     def run(j: int, k: int, t: float) -> None:
@@ -602,11 +669,12 @@ def steady_mask(n: int, fraction: float) -> np.ndarray:
 
 
 def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,
-              reserved_rate: float, servers: int, cloud_cost: Sequence[float] | np.ndarray,
+              reserved_rate: float | Sequence[float], servers: int,
+              cloud_cost: Sequence[float] | np.ndarray,
               core_hour_ondemand: float, steady_fraction: float = 0.0,
               speculation_s: float = 0.0, waste_usd: float | None = None) -> dict:
-    """The bill and the waits. ``reserved_rate``: $/h per server, paid over the whole
-    horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
+    """The bill and the waits. ``reserved_rate``: $/h per server, or one rate per server
+    (a mix: ``servers`` of them), paid over the whole horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
     on-demand price of one core-hour, the unit of ``normalized_price``. Speculation's waste
     is ``waste_usd`` when given (spot: ``stratus.waiting.spot.speculation_bill``), else
     ``speculation_s`` of each killed job's on-demand run."""
@@ -617,7 +685,12 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
                 "opportunity_cost": 0.0, "horizon_h": 0.0}
     end = run.start + runtime  # on the pool or in the cloud, it runs from ``start``
     horizon_h = float(end.max() - submit.min()) / 3600.0
-    reserved = servers * reserved_rate * horizon_h
+    if isinstance(reserved_rate, (int, float)):
+        reserved = servers * reserved_rate * horizon_h
+    else:
+        if len(reserved_rate) != servers:
+            raise ConfigError(f"{len(reserved_rate)} reserved rates for {servers} servers")
+        reserved = float(sum(reserved_rate)) * horizon_h
     cloud = float(np.asarray(cloud_cost, dtype=np.float64)[run.cloud].sum())
     waste = 0.0
     if waste_usd is not None:

@@ -188,20 +188,26 @@ def _faults(v):
     return str(v)
 
 
-def _reserved(v):
-    """``TYPE:COUNT[,TYPE:COUNT...]`` in canonical form (None: none); the types are checked
-    against the catalog by the spec (CloudSpec.check)."""
-    if v is None:
-        return None
-    from stratus.reserved import parse_reserved, reserved_text
+def reserved_pairs(name: str) -> Callable[[Any], Any]:
+    """The validator of option ``name`` (its errors name it): ``TYPE:COUNT[,TYPE:COUNT...]``
+    in canonical form (None: none); the types are checked against the catalog by the spec
+    (CloudSpec.check, WaitingSpec.check)."""
+    def check(v):
+        if v is None:
+            return None
+        from stratus.reserved import parse_reserved, reserved_text
 
-    if isinstance(v, (list, tuple)):  # a sweep config's list of "TYPE:COUNT" items
-        if not all(isinstance(x, str) for x in v):
+        if isinstance(v, (list, tuple)):  # a sweep config's list of "TYPE:COUNT" items
+            if not all(isinstance(x, str) for x in v):
+                raise Bad(f"takes TYPE:COUNT[,TYPE:COUNT...], got {v!r}")
+            v = ",".join(v)
+        if not isinstance(v, str):
             raise Bad(f"takes TYPE:COUNT[,TYPE:COUNT...], got {v!r}")
-        v = ",".join(v)
-    if not isinstance(v, str):
-        raise Bad(f"takes TYPE:COUNT[,TYPE:COUNT...], got {v!r}")
-    return reserved_text(parse_reserved(v, LABEL.get()("reserved"))) or None
+        return reserved_text(parse_reserved(v, LABEL.get()(name))) or None
+    return check
+
+
+_reserved = reserved_pairs("reserved")
 
 
 def _waiting(v):

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from stratus.app.spec.fields import (
     CATALOG_HELP,
+    LABEL,
     Bad,
     Spec,
     _catalog,
@@ -17,6 +18,7 @@ from stratus.app.spec.fields import (
     flag,
     number,
     opt,
+    reserved_pairs,
     text,
 )
 from stratus.app.spec.replay import SpotPrices, WindowSpec
@@ -52,6 +54,10 @@ class ServerSpec(Spec):
 
     def check(self) -> None:
         super().check()
+        self.check_server()
+
+    def check_server(self) -> None:
+        """The one server's shape: ``--reserved-type``, or cores and GiB."""
         if self.reserved_type is not None:
             if self.reserved_cores is not None or self.reserved_mem_gb is not None:
                 raise ConfigError("give the server as --reserved-type or as --reserved-cores "
@@ -94,8 +100,15 @@ class PoolOptions(WindowSpec, ServerSpec):
 @dataclass(frozen=True, kw_only=True)
 class WaitingSpec(PoolOptions, SpotPrices):
     command: ClassVar[str] = "waiting"
-    reserved: int = opt(check=number("a whole number of servers", 0, integer=True,
-                                     hi=1_000_000), metavar="S", help="reserved servers")
+    reserved: int | None = opt(None, number("a whole number of servers", 0, integer=True,
+                                            hi=1_000_000, optional=True), metavar="S",
+                               help="reserved servers of one shape (--reserved-type, or "
+                                    "--reserved-cores and --reserved-mem-gb)")
+    reserved_mix: str | None = opt(None, reserved_pairs("reserved_mix"),
+                                   metavar="TYPE:COUNT[,TYPE:COUNT...]",
+                                   help="reserved servers of --catalog types, type by type "
+                                        "in this order (the replay's --reserved form), "
+                                        "instead of --reserved S and its server")
     speculate_market: str = opt("on-demand", text(("on-demand", "spot")),
                                 metavar="on-demand|spot",
                                 help="(ljw-spec) the market speculative runs use; spot: the "
@@ -130,13 +143,58 @@ class WaitingSpec(PoolOptions, SpotPrices):
     warmup_hours: str = opt("auto", _warmup, metavar="H|auto",
                             help="(--cloud SCHEDULER) history a learning estimator trains on")
 
-    def check(self) -> None:
-        super().check()
+    def check_server(self) -> None:
+        """Exactly one form of the pool: ``--reserved S`` with its server, or
+        ``--reserved-mix``."""
+        label = LABEL.get()
+        if self.reserved_mix is None:
+            if self.reserved is None:
+                raise ConfigError(f"the pool needs {label('reserved')} S (with its server) or "
+                                  f"{label('reserved_mix')} TYPE:COUNT[,TYPE:COUNT...]")
+            super().check_server()
+            return
+        given = [label(k) for k in ("reserved", "reserved_type", "reserved_cores",
+                                    "reserved_mem_gb") if getattr(self, k) is not None]
+        if given:
+            raise ConfigError(f"{label('reserved_mix')} is the whole pool: give it or "
+                              f"{label('reserved')} S with its server, not both (also given: "
+                              f"{', '.join(given)})")
+        pairs = self.mix()
+        if sum(n for _, n in pairs) > 1_000_000:
+            raise ConfigError(f"{label('reserved_mix')}: at most 1,000,000 servers in all, "
+                              f"got {sum(n for _, n in pairs):,}")
+
+    def mix(self) -> tuple[tuple[str, int], ...] | None:
+        """``--reserved-mix`` as ((type, count), ...), checked against ``--catalog``; None
+        for the one-shape form."""
+        if self.reserved_mix is None:
+            return None
+        from stratus.pricing.catalog_files import get_catalog
+        from stratus.reserved import check_reserved, parse_reserved
+
+        what = LABEL.get()("reserved_mix")
+        pairs = parse_reserved(self.reserved_mix, what)
+        check_reserved(pairs, get_catalog(self.catalog), what)
+        return pairs
+
+    def pool(self):
+        """The pool's PoolSpec: S servers of one shape, or a mix's servers type by type."""
         from stratus.waiting.pool import PoolSpec
 
-        cores, mem = self.server()
-        PoolSpec(self.reserved, cores, mem, self.packing, self.scheduling,
-                 self.work_conserving)
+        pairs = self.mix()
+        if pairs is None:
+            return PoolSpec(self.reserved, *self.server(), self.packing, self.scheduling,
+                            self.work_conserving)
+        from stratus.pricing.catalog_files import get_catalog
+
+        cat = get_catalog(self.catalog)
+        shapes = [(float(cat[name].vcpu), float(cat[name].mem_gib))
+                  for name, n in pairs for _ in range(n)]
+        return PoolSpec.mixed(shapes, self.packing, self.scheduling, self.work_conserving)
+
+    def check(self) -> None:
+        super().check()
+        self.pool()
         if self.steady_state is not None and not self.steady_state < 0.5:
             raise ConfigError(f"--steady-state takes a fraction in [0, 0.5), got "
                               f"{self.steady_state}")
