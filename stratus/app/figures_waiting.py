@@ -107,8 +107,12 @@ def _bill_points(df) -> list[dict]:
         cmd = row["command"]
         if cmd == "waiting":
             pol = res.get("policy")
-            cores = res.get("reserved_vcpus")
-            if cores is None:
+            if res.get("reserved_mix"):
+                cores = _vcpus(res["reserved_mix"], res["catalog"])
+            elif isinstance(row.get("opt_reserved_cores"), (int, float)) and \
+                    row["opt_reserved_cores"] == row["opt_reserved_cores"]:  # (not NaN)
+                cores = res["reserved"] * float(row["opt_reserved_cores"])
+            else:
                 from stratus.pricing.catalog_files import get_catalog
 
                 cores = res["reserved"] * get_catalog(res["catalog"])[res["server_type"]].vcpu
