@@ -68,6 +68,7 @@ from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
 from stratus.reserved import check_discount, check_reserved, reserved_rate
 from stratus.result import ReplayResult
+from stratus.savings import SavingsPlan, check_plan
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
 from stratus.view import ClusterView
@@ -107,6 +108,9 @@ class ReplayConfig:
     reserved: tuple[tuple[str, int], ...] = ()
     # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
     reserved_discount: float | None = None
+    # a savings plan (stratus.savings): C $/hour committed from the first tick to the end,
+    # discounting on-demand usage up to it; on-demand joins the allowed markets
+    savings_plan: SavingsPlan | None = None
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
     # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
@@ -131,6 +135,7 @@ class ReplayConfig:
             self.faults.validate()
         check_reserved(self.reserved, self.catalog, "ReplayConfig.reserved")
         check_discount(self.reserved_discount, "ReplayConfig.reserved_discount")
+        check_plan(self.savings_plan, "ReplayConfig.savings_plan")
 
 
 class Engine:
@@ -167,6 +172,8 @@ class Engine:
                     reserved_rate(cfg.catalog[name], cfg.reserved_discount))
                  for name, _ in cfg.reserved})
         markets = tuple(cfg.markets or (cfg.market,))
+        if cfg.savings_plan is not None and ON_DEMAND not in markets:
+            markets = (*markets, ON_DEMAND)  # what the plan covers (stratus.savings)
         if cfg.market not in markets:
             raise ConfigError(f"default market {cfg.market!r} is not among allowed markets {markets}")
         for m in markets:
@@ -192,6 +199,8 @@ class Engine:
         self.book = TaskBook(self.work, self.estimator.learns_online)
         self.cloud = Cloud(k, cfg.catalog, prices, markets, cfg.spinup_s, cfg.seed, cfg.faults,
                            cfg.record)
+        if cfg.savings_plan is not None:  # the view's headroom counts live on-demand ones
+            self.cloud.od_live = {}
         self.acct = Accounting(len(cfg.catalog.types[0].capacity), cfg.record)
         # the Actuator's acquire is the cloud's request itself: no layer between, once a task
         self.acquire = self.cloud.request
@@ -203,6 +212,7 @@ class Engine:
                               (EV_READY, self._on_ready), (EV_TICK, self._on_tick)):
             k.on(kind, handler)
         self.ticks = 0
+        self.start_s: float | None = None  # the first tick: origin of the plan's hours
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
@@ -537,7 +547,7 @@ class Engine:
         if n == 0:
             return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self.work.submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
-        self.kernel.now = first_tick
+        self.kernel.now = self.start_s = first_tick
         self.cloud.open_prices(first_tick)
         for name, count in cfg.reserved:  # prepaid: up from the first tick (stratus.reserved)
             for _ in range(count):
