@@ -55,6 +55,7 @@ from stratus.pricing.prices import ON_DEMAND
 
 DEFAULT_DISCOUNT = 0.5  # the user guide's illustrative Compute Savings Plans rate (see above)
 HOUR_S = 3600.0
+MAX_RATE = 1e9  # $/hour: a typo such as 1e308 fails, not the arithmetic (no overflow)
 #: a fully covered on-demand type is scored at this fraction of its on-demand price rather
 #: than at its marginal price of 0 (scalers.cost_efficiency): covered capacity ranks first,
 #: and among covered types by used capacity per dollar of commitment it takes
@@ -93,9 +94,9 @@ def _is_number(x) -> bool:
 
 
 def _check_values(rate, discount, what: str) -> None:
-    if not (_is_number(rate) and math.isfinite(rate) and rate > 0):
-        raise ConfigError(f"{what}: the commitment must be a number of $/hour > 0, "
-                          f"got {rate!r}")
+    if not (_is_number(rate) and math.isfinite(rate) and 0 < rate <= MAX_RATE):
+        raise ConfigError(f"{what}: the commitment must be a number of $/hour > 0 and <= "
+                          f"{MAX_RATE:g}, got {rate!r}")
     if not (_is_number(discount) and math.isfinite(discount) and 0.0 <= discount < 1.0):
         raise ConfigError(f"{what}: the discount must be a fraction in [0, 1), "
                           f"got {discount!r}")

@@ -48,6 +48,7 @@ def replay_config(spec: CloudSpec):
     from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
     from stratus.reserved import parse_reserved
+    from stratus.savings import parse_savings_plan
 
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
                        migration_mbps=spec.migration_mbps,
@@ -56,7 +57,8 @@ def replay_config(spec: CloudSpec):
                        faults=parse_faults(spec.faults),
                        anti_affinity=spec.anti_affinity != "off",
                        reserved=parse_reserved(spec.reserved),
-                       reserved_discount=spec.reserved_discount)
+                       reserved_discount=spec.reserved_discount,
+                       savings_plan=parse_savings_plan(spec.savings_plan))
     configure_market(cfg, spec.market, spec.spot_prices, spec.spot_zone, spec.spot_start)
     return cfg
 

@@ -320,7 +320,8 @@ def test_a_spot_replay_under_a_roomy_plan_rents_only_covered_on_demand():
 # --- configuration ---------------------------------------------------------------------------
 @pytest.mark.parametrize("text, message", [
     ("abc", "takes USD_PER_HOUR"), ("-1", "commitment must be"), ("0", "commitment must be"),
-    ("nan", "commitment must be"), ("5:1", "discount must be"), ("5:-0.1", "discount must be"),
+    ("nan", "commitment must be"), ("1e308", "commitment must be"), ("5:1", "discount must be"),
+    ("5:-0.1", "discount must be"),
     ("5:x", "takes USD_PER_HOUR"), (":0.3", "takes USD_PER_HOUR"), ("1:2:3", "takes USD"),
 ])
 def test_parse_errors_name_the_option(text, message):

@@ -20,6 +20,7 @@ from stratus.app.spec.fields import (
     _on_off,
     _path,
     _reserved,
+    _savings_plan,
     _scheduler,
     _spinup,
     _trace,
@@ -123,6 +124,13 @@ class CloudSpec(WindowSpec, SpotPrices):
                                           help="price --reserved instances at (1 - D) x "
                                                "on-demand, D in [0, 1) (default: the "
                                                "catalog's reserved rate, else D = 0.6)")
+    savings_plan: str | None = opt(None, _savings_plan, metavar="USD_PER_HOUR[:DISCOUNT]",
+                                   help="a savings plan: USD_PER_HOUR committed every hour "
+                                        "from the first tick to the end, used or not; "
+                                        "on-demand usage up to it at (1 - DISCOUNT) x "
+                                        "on-demand, beyond it at on-demand (DISCOUNT in [0, "
+                                        "1), default 0.5); stratus may then acquire on "
+                                        "demand in a spot replay (default: none)")
     anti_affinity: str = opt("on", _on_off, choices=("on", "off"),
                              help="honour the trace's anti_affinity flags: no two flagged "
                                   "tasks of one job on one instance at once (off ignores them)")
