@@ -35,6 +35,7 @@ one is grouped. Groups stay prefixes of "the i longest" candidates.
 
 from __future__ import annotations
 
+import math
 from bisect import insort
 from collections import deque
 from collections.abc import Sequence
@@ -143,11 +144,11 @@ class CostEfficiencyScaler:
             prices = [view.price(t) for t in types]
             headroom = None
         else:  # the replay's market and on-demand, at their marginal prices
-            options = plan_options(view)
-            headroom = plan.savings_headroom()
-            if not options:
+            offer = plan_options(view)
+            if not offer:
                 return
-            prices = self._plan_prices(view, options, headroom, sp.discount)
+            headroom = plan.savings_headroom()
+            options, prices = self._plan_offer(view, offer, headroom, sp.discount)
         caps = [t.capacity for t, _ in options]
         smallest = view.catalog.norm
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
@@ -188,18 +189,24 @@ class CostEfficiencyScaler:
             plan.acquire(itype, group, market=market)
             if market == ON_DEMAND:  # it takes headroom: the on-demand prices may change
                 headroom -= (1.0 - sp.discount) * view.price(itype, ON_DEMAND)
-                new = self._plan_prices(view, options, headroom, sp.discount)
-                if new != prices:
-                    prices = new
+                new = self._plan_offer(view, offer, headroom, sp.discount)
+                if new != (options, prices):
+                    options, prices = new
+                    caps = [t.capacity for t, _ in options]
                     cache.clear()
 
     @staticmethod
-    def _plan_prices(view: ClusterView, options, headroom: float, discount: float
-                     ) -> list[float]:
-        """Each option's marginal price (stratus.savings.marginal_price); a covered
-        on-demand type's 0 is floored at COVERED_FLOOR x its on-demand price, so covered
-        capacity ranks first, and among covered types by used capacity per dollar."""
-        return [plan_price(view, t, market, headroom, discount) for t, market in options]
+    def _plan_offer(view: ClusterView, offer, headroom: float, discount: float
+                    ) -> tuple[list, list[float]]:
+        """The options worth scoring and their prices (``plan_price``): an on-demand
+        type priced at or above the same type in the replay's market can never score
+        better (same capacity, ties to the earlier), so it is left out, and a plan whose
+        headroom is spent costs no more scoring than no plan."""
+        priced = [(o, plan_price(view, o[0], o[1], headroom, discount)) for o in offer]
+        base = {t.name: p for (t, m), p in priced if m != ON_DEMAND}
+        kept = [(o, p) for o, p in priced
+                if o[1] != ON_DEMAND or p < base.get(o[0].name, math.inf)]
+        return [o for o, _ in kept], [p for _, p in kept]
 
     @staticmethod
     def _release_held(cands: list[Task], jobs: dict[int, deque[Task]], group, est) -> None:
