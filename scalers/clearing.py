@@ -12,6 +12,10 @@ new instance is needed). Migrated tasks keep their progress (the engine's migrat
 
 Reserved instances (stratus.reserved) are never candidates: they are billed to the end
 whether emptied or not. Tasks may be re-packed onto them.
+
+Under a savings plan (stratus.savings) "cheaper" compares marginal prices: a candidate on
+demand is worth what releasing it saves (nothing while the plan's headroom would cover it),
+and the new home may be an on-demand type at its marginal price (scalers.cost_efficiency).
 """
 
 from __future__ import annotations
@@ -19,8 +23,13 @@ from __future__ import annotations
 from stratus.base.resources import fits
 from stratus.compose import IndexedPacker, Part, Plan
 from stratus.model import READY, RUNNING, Instance
-from stratus.pricing.prices import RESERVED
-from stratus.scalers.cost_efficiency import normalized_used_constraining
+from stratus.pricing.prices import ON_DEMAND, RESERVED
+from stratus.savings import marginal_price
+from stratus.scalers.cost_efficiency import (
+    normalized_used_constraining,
+    plan_options,
+    plan_price,
+)
 from stratus.view import ClusterView
 
 
@@ -129,30 +138,40 @@ class InstanceClearing(Part):
         lo, hi = view.spinup_s
         if longest <= move_s + (lo + hi) / 2:
             return False
-        itype = self._cheaper_home(view, inst, tasks)
-        if itype is None:
+        home = self._cheaper_home(view, plan, inst, tasks)
+        if home is None:
             return False
         plan.cordon(inst)
-        plan.acquire(itype, migrate=tasks)
+        plan.acquire(home[0], migrate=tasks, market=home[1])
         self._count(len(tasks))
         return True
 
-    def _cheaper_home(self, view: ClusterView, inst: Instance, tasks):
-        """The best-scoring type (§3.3) cheaper than ``inst`` that holds all ``tasks``."""
+    def _cheaper_home(self, view: ClusterView, plan: Plan, inst: Instance, tasks):
+        """The best-scoring (type, market) (§3.3) cheaper than ``inst`` that holds all
+        ``tasks``, or None. Under a savings plan, at marginal prices."""
         need = [0] * len(inst.itype.capacity)
         for t in tasks:
             for d, r in enumerate(t.req):
                 need[d] += r
         now_price = view.price(inst.itype, inst.market)
+        sp = getattr(view, "savings_plan", None)
+        if sp is None:
+            options = [(t, view.market, view.price(t)) for t in view.acquirable_types()]
+        else:
+            h = plan.savings_headroom()
+            if inst.market == ON_DEMAND:  # what its release saves: the headroom it frees
+                now_price = marginal_price(now_price, h + (1.0 - sp.discount) * now_price,
+                                           sp.discount)
+            options = [(t, m, plan_price(view, t, m, h, sp.discount))
+                       for t, m in plan_options(view)]
         smallest = view.catalog.norm
         best, best_score = None, -1.0
-        for itype in view.acquirable_types():
-            p = view.price(itype)
+        for itype, market, p in options:
             if p >= now_price or not fits(need, itype.capacity):
                 continue
             score = normalized_used_constraining(need, itype.capacity, smallest) / p
             if score > best_score:
-                best, best_score = itype, score
+                best, best_score = (itype, market), score
         return best
 
     def _count(self, n: int) -> None:

@@ -17,6 +17,16 @@ default, bid = the on-demand price, §3.3) and its group assigned to it; repeat.
 Ties (equal scores, e.g. every m4 on-demand type costs the same per vCPU) go to the larger
 group, then the higher bin, then the smaller type: fewer instances for the same money.
 
+Under a savings plan (``stratus.savings``; docs/decisions.md, "Savings plans") the pairs
+are (group, type, market) over the replay's market and on-demand, and each is scored at its
+marginal price (``ClusterView.marginal_price``): a covered on-demand type costs nothing
+more, so it is scored at COVERED_FLOOR (1e-6) x its on-demand price instead of 0 (no
+division by zero; covered capacity ranks before anything that costs money, and covered
+types among themselves by used capacity per dollar of commitment they take). Each
+on-demand acquisition takes (1 - d) x its price off the plan's headroom for the rest of the
+tick and the on-demand prices are read again: covered on-demand until the commitment is
+used, then the cheaper of the partly covered rest and the replay's market.
+
 Anti-affinity (docs/decisions.md): a group holds at most one flagged task per job. A bin's
 candidate list holds every unflagged task and, per job, only its longest flagged task not
 yet grouped; the job's next flagged task joins the list (at its place by runtime) once that
@@ -25,6 +35,7 @@ one is grouped. Groups stay prefixes of "the i longest" candidates.
 
 from __future__ import annotations
 
+import math
 from bisect import insort
 from collections import deque
 from collections.abc import Sequence
@@ -32,6 +43,9 @@ from collections.abc import Sequence
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.packers.binning import bin_of
+from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import ON_DEMAND
+from stratus.savings import COVERED_FLOOR, marginal_price
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12
@@ -83,6 +97,28 @@ def best_group(tasks: Sequence[Task], caps: Sequence[Sequence[int]], prices: Seq
     return best
 
 
+def plan_options(view: ClusterView) -> list[tuple[InstanceType, str]]:
+    """Under a savings plan, the (type, market) pairs to acquire: the replay's acquirable
+    types in its market, then, unless that is on-demand, every type not known short of
+    capacity on demand (what the plan covers)."""
+    options = [(t, view.market) for t in view.acquirable_types()]
+    if view.market != ON_DEMAND:
+        short = view.unavailable_types()
+        options += [(t, ON_DEMAND) for t in view.catalog if t.name not in short]
+    return options
+
+
+def plan_price(view: ClusterView, itype: InstanceType, market: str, headroom: float,
+               discount: float) -> float:
+    """The price an option is scored at under a savings plan: its marginal price
+    (stratus.savings.marginal_price), a covered on-demand type's 0 floored at COVERED_FLOOR
+    x its on-demand price."""
+    p = view.price(itype, market)
+    if market == ON_DEMAND:
+        p = max(marginal_price(p, headroom, discount), COVERED_FLOOR * p)
+    return p
+
+
 class CostEfficiencyScaler:
     """Stratus's scaler (§3.3)."""
 
@@ -99,11 +135,21 @@ class CostEfficiencyScaler:
             raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
-        types = view.acquirable_types()  # spot types above their bid would be revoked at once
-        if not types:
-            return
-        caps = [t.capacity for t in types]
-        prices = [view.price(t) for t in types]
+        sp = getattr(view, "savings_plan", None)
+        if sp is None:
+            types = view.acquirable_types()  # spot types above their bid: revoked at once
+            if not types:
+                return
+            options = [(t, None) for t in types]
+            prices = [view.price(t) for t in types]
+            headroom = None
+        else:  # the replay's market and on-demand, at their marginal prices
+            offer = plan_options(view)
+            if not offer:
+                return
+            headroom = plan.savings_headroom()
+            options, prices = self._plan_offer(view, offer, headroom, sp.discount)
+        caps = [t.capacity for t, _ in options]
         smallest = view.catalog.norm
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
         est = view.estimate
@@ -139,7 +185,28 @@ class CostEfficiencyScaler:
             if not by_bin[b]:
                 del by_bin[b]
             del cache[b]
-            plan.acquire(types[ti], group)
+            itype, market = options[ti]
+            plan.acquire(itype, group, market=market)
+            if market == ON_DEMAND:  # it takes headroom: the on-demand prices may change
+                headroom -= (1.0 - sp.discount) * view.price(itype, ON_DEMAND)
+                new = self._plan_offer(view, offer, headroom, sp.discount)
+                if new != (options, prices):
+                    options, prices = new
+                    caps = [t.capacity for t, _ in options]
+                    cache.clear()
+
+    @staticmethod
+    def _plan_offer(view: ClusterView, offer, headroom: float, discount: float
+                    ) -> tuple[list, list[float]]:
+        """The options worth scoring and their prices (``plan_price``): an on-demand
+        type priced at or above the same type in the replay's market can never score
+        better (same capacity, ties to the earlier), so it is left out, and a plan whose
+        headroom is spent costs no more scoring than no plan."""
+        priced = [(o, plan_price(view, o[0], o[1], headroom, discount)) for o in offer]
+        base = {t.name: p for (t, m), p in priced if m != ON_DEMAND}
+        kept = [(o, p) for o, p in priced
+                if o[1] != ON_DEMAND or p < base.get(o[0].name, math.inf)]
+        return [o for o, _ in kept], [p for _, p in kept]
 
     @staticmethod
     def _release_held(cands: list[Task], jobs: dict[int, deque[Task]], group, est) -> None:

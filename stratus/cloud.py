@@ -39,6 +39,9 @@ class Cloud:
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
         # reserved instances (stratus.reserved): live from the first tick to the end
         self.reserved: dict[int, Instance] = {}
+        # with a savings plan (stratus.savings): type -> live on-demand instances, as the
+        # view shows them (a failed request counts until it is reported); None without
+        self.od_live: dict[str, int] | None = None
         self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
         self.released: list[Instance] | None = [] if record else None  # the objects too
         self.current_price: dict[tuple[str, str], float] = {}
@@ -110,6 +113,8 @@ class Cloud:
         inst = Instance(next(self._iid), itype, market, bid, t)
         inst.keep = inst.was_kept = keep
         self.alive[inst.iid] = inst
+        if self.od_live is not None and market == ON_DEMAND:
+            self.od_live[itype.name] = self.od_live.get(itype.name, 0) + 1
         delay = self._spinup()
         if self.faults is not None and self._ice_fails(itype.name, t, delay):
             inst.failed = True
@@ -136,6 +141,12 @@ class Cloud:
         self.reserved[inst.iid] = inst
         return inst
 
+    def od_rate(self) -> float:
+        """$/h of the live on-demand instances at today's on-demand prices (with a savings
+        plan; 0 without)."""
+        cp = self.current_price
+        return sum(n * cp[(name, ON_DEMAND)] for name, n in (self.od_live or {}).items() if n)
+
     @property
     def n_reserved(self) -> int:
         return len(self.reserved)
@@ -161,6 +172,8 @@ class Cloud:
         inst.state = RELEASED
         inst.released_at = t
         del self.alive[inst.iid]
+        if self.od_live is not None and inst.market == ON_DEMAND:
+            self.od_live[inst.itype.name] -= 1
         if inst.failed:  # a request the provider could not fill: nothing to bill or record
             self._ice_end.pop(inst.iid, None)
             return

@@ -15,6 +15,7 @@ from stratus.base.resources import Vec, fits
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.model import Instance, Task
 from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import ON_DEMAND
 from stratus.view import ClusterView
 
 
@@ -113,6 +114,20 @@ class Plan:
         left = self._take(dest, task.req)
         self.decisions.migrations.append(Migrate(task, dest))
         return left
+
+    def savings_headroom(self) -> float | None:
+        """The savings plan's headroom (``ClusterView.savings_headroom``, $/h) less the
+        discounted rate of this plan's on-demand acquisitions so far; None without a plan
+        (stratus.savings)."""
+        view = self.view
+        sp = getattr(view, "savings_plan", None)
+        if sp is None:
+            return None
+        h = view.savings_headroom()
+        for acq in self.decisions.acquisitions:
+            if acq.market == ON_DEMAND:
+                h -= (1.0 - sp.discount) * view.price(acq.itype, ON_DEMAND)
+        return h
 
     def acquire(self, itype: InstanceType, tasks: Sequence[Task] = (), market: str | None = None,
                 migrate: Sequence[Task] = (), bid: float | None = None, keep: bool = False) -> Acquire:

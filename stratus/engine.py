@@ -71,6 +71,7 @@ from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
 from stratus.reserved import check_discount, check_reserved, reserved_rate
 from stratus.result import ReplayResult
+from stratus.savings import SavingsPlan, check_plan
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
 from stratus.view import ClusterView
@@ -114,6 +115,9 @@ class ReplayConfig:
     # a waiting policy at the door of the reserved instances (stratus.waiting_gate.Waiting;
     # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
     waiting: Waiting | None = None
+    # a savings plan (stratus.savings): C $/hour committed from the first tick to the end,
+    # discounting on-demand usage up to it; on-demand joins the allowed markets
+    savings_plan: SavingsPlan | None = None
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
     # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
@@ -138,6 +142,7 @@ class ReplayConfig:
             self.faults.validate()
         check_reserved(self.reserved, self.catalog, "ReplayConfig.reserved")
         check_discount(self.reserved_discount, "ReplayConfig.reserved_discount")
+        check_plan(self.savings_plan, "ReplayConfig.savings_plan")
         if self.waiting is not None:
             if not isinstance(self.waiting, Waiting):
                 raise ConfigError(f"ReplayConfig.waiting takes a Waiting object, got "
@@ -182,6 +187,8 @@ class Engine:
                     reserved_rate(cfg.catalog[name], cfg.reserved_discount))
                  for name, _ in cfg.reserved})
         markets = tuple(cfg.markets or (cfg.market,))
+        if cfg.savings_plan is not None and ON_DEMAND not in markets:
+            markets = (*markets, ON_DEMAND)  # what the plan covers (stratus.savings)
         if cfg.market not in markets:
             raise ConfigError(f"default market {cfg.market!r} is not among allowed markets {markets}")
         for m in markets:
@@ -207,6 +214,8 @@ class Engine:
         self.book = TaskBook(self.work, self.estimator.learns_online)
         self.cloud = Cloud(k, cfg.catalog, prices, markets, cfg.spinup_s, cfg.seed, cfg.faults,
                            cfg.record)
+        if cfg.savings_plan is not None:  # the view's headroom counts live on-demand ones
+            self.cloud.od_live = {}
         self.acct = Accounting(len(cfg.catalog.types[0].capacity), cfg.record)
         # the Actuator's acquire is the cloud's request itself: no layer between, once a task
         self.acquire = self.cloud.request
@@ -226,6 +235,8 @@ class Engine:
             k.on(EV_DEPART, lambda tid, _b, t: gate.timeout(tid, t))
             k.on(EV_DRAIN, lambda _a, _b, t: gate.drain(t))
         self.ticks = 0
+        self.start_s: float | None = None  # the replay's start (first tick, or first arrival
+        # under a waiting policy): origin of the savings plan's hours
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
@@ -571,7 +582,7 @@ class Engine:
         # under a waiting policy the first task arrives at its submit time, and the reserved
         # pool is up then, as the pool simulator's (stratus.waiting_gate)
         t0 = first_tick if self.gate is None else self.work.submit_list[0]
-        self.kernel.now = t0
+        self.kernel.now = self.start_s = t0
         self.cloud.open_prices(t0)
         for name, count in cfg.reserved:  # prepaid: up from the start (stratus.reserved)
             for _ in range(count):

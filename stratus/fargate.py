@@ -196,6 +196,10 @@ class FargateCostModel:
         if cfg.faults is not None:  # no instances to crash, no requests to fail
             summary["faults"] = {"spec": cfg.faults.spec(), "note": "not modelled: Fargate "
                                  "bills tasks, with no instances or requests of its own"}
+        if cfg.savings_plan is not None:  # its bill is Fargate's own 2018 prices
+            summary["savings_plan"] = cfg.savings_plan.text()
+            summary["savings_plan_note"] = ("not modelled: the fargate cost model bills at "
+                                            "its 2018 list prices, with no commitment")
         from stratus.result import instance_columns
 
         instances = pd.DataFrame([], columns=instance_columns(len(cfg.catalog.dims)))

@@ -17,6 +17,8 @@ from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 from stratus.pricing.prices import RESERVED
 from stratus.reserved import reserved_text
+from stratus.savings import bound as plan_bound
+from stratus.savings import ledger_bill
 
 if TYPE_CHECKING:
     from stratus.accounting import Snapshot
@@ -79,6 +81,15 @@ class ReplayResult:
         instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
             _instance_table(cloud.ledger, dims)
         total_cost = float(sum(cost_by_type.values()))
+        plan = e.cfg.savings_plan
+        if plan is not None:  # the bill under the plan (stratus.savings): its commitment,
+            # and on-demand usage beyond what the plan covers at on-demand rates
+            start = e.start_s if e.start_s is not None else e.now
+            pbill = ledger_bill(plan, cloud.ledger, cloud.prices, start, e.now)
+            total_cost += pbill.total - pbill.usage
+            if "on-demand" in cost_by_market:
+                cost_by_market["on-demand"] = pbill.uncovered
+            cost_by_market["savings-plan"] = pbill.commitment
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
                 for i, d in enumerate(names)}
@@ -115,6 +126,9 @@ class ReplayResult:
         lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, bprices,
                                                   e.cfg.catalog, bmarkets, e.cfg.tick_s,
                                                   rho_t, rho, int_stats)
+        if plan is not None:  # bounds on the bill without the plan, made bounds with it
+            lower = plan_bound(lower, pbill.commitment, plan.discount)
+            lower_int = plan_bound(lower_int, pbill.commitment, plan.discount)
 
         # resource-time of tasks making progress (run segments), per dimension
         run_len = seg_end - seg_start
@@ -175,6 +189,8 @@ class ReplayResult:
             summary["reserved"] = reserved_text(e.cfg.reserved)
             summary["reserved_cost_usd"] = _r(cost_by_market.get("reserved", 0.0))
             summary["reserved_utilization"] = _reserved_utilization(cloud.ledger, names)
+        if plan is not None:  # only when asked for (stratus.savings)
+            summary.update(savings_plan_summary(plan, pbill))
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -189,7 +205,8 @@ class ReplayResult:
                      "segments": list(zip(acc.seg_tid, acct.seg_iid, acc.seg_start,
                                           acc.seg_end)),
                      "instances": {i.iid: i for i in cloud.released}, "req": work.req,
-                     "prices": prices, "crashes": acct.crash_log}
+                     "prices": prices, "crashes": acct.crash_log,
+                     "horizon": (e.start_s, e.now)}
         return cls(summary, instances, tasks, jobs, audit)
 
 
@@ -225,6 +242,17 @@ def _with_reserved(prices, catalog, markets, reserved):
     for name, _ in reserved:
         series[(name, RESERVED)] = prices.series(name, RESERVED)
     return PriceBook(catalog, series, name=prices.name), (*markets, RESERVED)
+
+
+def savings_plan_summary(plan, pbill) -> dict:
+    """The summary's savings-plan keys (stratus.savings): the plan, its commitment over
+    the replay's hours, the on-demand usage it covered (at on-demand rates) and what of the
+    commitment bought nothing."""
+    return {"savings_plan": plan.text(), "savings_plan_usd_per_hour": plan.hourly_usd,
+            "savings_plan_discount": plan.discount,
+            "savings_plan_commitment_usd": _r(pbill.commitment),
+            "savings_plan_covered_usd": _r(pbill.covered),
+            "savings_plan_unused_usd": _r(pbill.unused)}
 
 
 def usage_by_family(instances: pd.DataFrame, catalog) -> dict:

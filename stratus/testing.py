@@ -28,6 +28,7 @@ from stratus.footprint import footprint_fraction
 from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task, sealed
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
+from stratus.savings import SavingsPlan, marginal_price
 
 MIB_BITS = 8 * 1024 * 1024
 
@@ -49,8 +50,10 @@ class StaticView:
                  tick_s: float = 60.0, spinup_s: tuple[float, float] = (30.0, 160.0),
                  prices: dict[tuple[str, str], float] | None = None, readjust: bool = True,
                  migration_mbps: float = 160.0,
-                 migration_footprint: str = DEFAULT_FOOTPRINT) -> None:
+                 migration_footprint: str = DEFAULT_FOOTPRINT,
+                 savings_plan: SavingsPlan | None = None) -> None:
         self.now, self.tick_s, self.catalog, self.market = now, tick_s, catalog, market
+        self.savings_plan = savings_plan  # stratus.savings; on-demand prices are always set
         self.spinup_s = spinup_s
         self.markets = (ON_DEMAND, SPOT) if market == SPOT else (ON_DEMAND,)
         self.readjust = readjust
@@ -188,6 +191,19 @@ class StaticView:
     def price(self, itype: InstanceType | str, market: str | None = None) -> float:
         name = itype if isinstance(itype, str) else itype.name
         return self._price[(name, market or self.market)]
+
+    def savings_headroom(self) -> float | None:
+        if self.savings_plan is None:
+            return None
+        rate = sum(self._price[(i.itype.name, ON_DEMAND)] for i in self._alive.values()
+                   if i.market == ON_DEMAND)
+        return self.savings_plan.headroom(rate)
+
+    def marginal_price(self, itype: InstanceType | str, market: str | None = None) -> float:
+        p = self.price(itype, market)
+        if self.savings_plan is None or (market or self.market) != ON_DEMAND:
+            return p
+        return marginal_price(p, self.savings_headroom(), self.savings_plan.discount)
 
     def bid(self, itype: InstanceType) -> float:
         return itype.ondemand_hourly

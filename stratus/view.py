@@ -9,7 +9,9 @@ from stratus.cloud import Cloud
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 from stratus.pricing.catalog import Catalog, InstanceType
-from stratus.pricing.prices import SPOT
+from stratus.pricing.prices import ON_DEMAND, SPOT
+from stratus.savings import SavingsPlan
+from stratus.savings import marginal_price as _marginal
 from stratus.taskbook import TaskBook
 
 
@@ -152,6 +154,30 @@ class ClusterView:
         """Current $/h of a type in a market (default: the replay's market)."""
         name = itype if isinstance(itype, str) else itype.name
         return self._cloud.current_price[(name, market or self._cfg.market)]
+
+    @property
+    def savings_plan(self) -> SavingsPlan | None:
+        """The replay's savings plan (stratus.savings), or None."""
+        return self._cfg.savings_plan
+
+    def savings_headroom(self) -> float | None:
+        """$/h of the plan's commitment not taken by the on-demand instances live now
+        (``instances``, requested or running) at their discounted rate: C - (1 - d) x
+        their on-demand $/h. A rate, looking forward from now (the hour's usage so far does
+        not enter it); negative when they exceed the plan. None without a plan."""
+        plan = self._cfg.savings_plan
+        return None if plan is None else plan.headroom(self._cloud.od_rate())
+
+    def marginal_price(self, itype: InstanceType | str, market: str | None = None) -> float:
+        """$/h one more instance of ``itype`` in ``market`` (default: the replay's) adds
+        to the bill now. Under a savings plan, on-demand: 0 while ``savings_headroom``
+        covers its discounted rate, its full price with no headroom, the uncovered part in
+        between (stratus.savings.marginal_price). Otherwise ``price``."""
+        p = self.price(itype, market)
+        plan = self._cfg.savings_plan
+        if plan is None or (market or self._cfg.market) != ON_DEMAND:
+            return p
+        return _marginal(p, self.savings_headroom(), plan.discount)
 
     def bid(self, itype: InstanceType) -> float:
         """The default spot bid: the type's on-demand price (Stratus §3.3)."""

@@ -74,6 +74,11 @@ def summary_table(s: dict) -> str:
         rows.append(("reserved (in acquired)", f"{s['reserved']} ({s['reserved_instances']:,} "
                                                f"instance{'s' * (s['reserved_instances'] != 1)}"
                                                f", ${s['reserved_cost_usd']:,.2f})"))
+    if s.get("savings_plan_usd_per_hour"):  # --savings-plan: its commitment and use
+        rows.append(("savings plan ($/h:discount)",
+                     f"{s['savings_plan']} (committed ${s['savings_plan_commitment_usd']:,.2f}"
+                     f", covered ${s['savings_plan_covered_usd']:,.2f} of on-demand, unused "
+                     f"${s['savings_plan_unused_usd']:,.2f})"))
     aa = s.get("anti_affinity")
     if aa:  # the trace carries anti-affinity flags (Stratus §4.2 assumption 2)
         rows.append(("anti-affinity", f"{'on' if aa['honoured'] else 'off (ignored)'}: "

@@ -48,6 +48,7 @@ def replay_config(spec: CloudSpec):
     from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
     from stratus.reserved import parse_reserved
+    from stratus.savings import parse_savings_plan
     from stratus.waiting_gate import parse_waiting
 
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
@@ -58,7 +59,8 @@ def replay_config(spec: CloudSpec):
                        anti_affinity=spec.anti_affinity != "off",
                        reserved=parse_reserved(spec.reserved),
                        reserved_discount=spec.reserved_discount,
-                       waiting=parse_waiting(spec.waiting))
+                       waiting=parse_waiting(spec.waiting),
+                       savings_plan=parse_savings_plan(spec.savings_plan))
     configure_market(cfg, spec.market, spec.spot_prices, spec.spot_zone, spec.spot_start)
     return cfg
 

@@ -80,6 +80,8 @@ REPLAY_OPTS = {
                                  "ice:2", "ice:inf", "crash:1,crash:1", "nosuch:1",
                                  "ice:0.1,ice-window:0", "ice-window:60", "", "crash", ",",
                                  "crash:1e308"]),
+    "--savings-plan": st.sampled_from(["5", "0.5:0.3", "1:0", "abc", "-1", "0", "5:1",
+                                       "nan", "1e308", ":", "", "1:0.5:1"]),
     "--json": st.just(None),
     "--no-progress": st.just(None),
 }

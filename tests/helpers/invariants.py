@@ -127,8 +127,13 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
         want = step_integral(s.times, s.prices, inst.requested_at, inst.released_at)
         assert math.isclose(inst.cost, want, rel_tol=1e-9, abs_tol=1e-12), (inst, inst.cost, want)
         total += want
-    assert math.isclose(res.summary["total_cost_usd"], total, rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(res.instances["cost_usd"].sum(), total, rel_tol=1e-9, abs_tol=1e-9)
+    if "savings_plan_usd_per_hour" in res.summary:  # on-demand usage billed under the plan
+        plan = savings_plan_per_second(res, prices)
+        total += plan["bill"] - plan["usage"]
+    assert math.isclose(res.summary["total_cost_usd"], total, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(sum(res.summary["cost_by_market"].values()), total, rel_tol=1e-9,
+                        abs_tol=1e-8)
 
     check_utilization(res)
 
@@ -140,6 +145,49 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
     if lo is not None:
         assert res.summary["total_cost_usd"] >= lo * (1 - 1e-9) - 1e-12
         assert lo >= res.summary["lower_bound_cost_usd"] * (1 - 1e-9) - 1e-12
+
+
+def savings_plan_per_second(res, prices: PriceBook | None = None) -> dict[str, float]:
+    """The savings plan's bill (stratus.savings) recomputed by brute force from the
+    instance log: every released on-demand instance's life cut into seconds counted from the
+    plan's origin (the first tick), each second's on-demand price added to its clock hour;
+    then per hour h, commitment C_h (the last hour prorated by seconds) and bill_h = C_h +
+    max(0, U_h - C_h / (1 - d)). Checks the summary's plan keys; returns the totals."""
+    a, s = res.audit, res.summary
+    prices = prices or a["prices"]
+    rate, d = s["savings_plan_usd_per_hour"], s["savings_plan_discount"]
+    start, end = a["horizon"]
+    n = max(1, math.ceil((end - start) / 3600.0 - 1e-12))
+    usage = [0.0] * n
+    for inst in a["instances"].values():
+        if inst.market != "on-demand":
+            continue
+        series = prices.series(inst.itype.name, "on-demand")
+        t0, t1 = inst.requested_at, inst.released_at
+        j = math.floor(t0 - start)  # second j of the plan is [start + j, start + j + 1)
+        while start + j < t1:
+            lo, hi = max(start + j, t0), min(start + j + 1, t1)
+            if hi > lo:
+                usage[min(j // 3600, n - 1)] += float(series.at(lo)) * (hi - lo) / 3600.0
+            j += 1
+    out = dict.fromkeys(("commitment", "usage", "covered", "unused", "bill"), 0.0)
+    for h, u in enumerate(usage):
+        c = rate * max(0.0, min(3600.0, end - (start + 3600.0 * h))) / 3600.0
+        cov = min(u, c / (1.0 - d))
+        out["commitment"] += c
+        out["usage"] += u
+        out["covered"] += cov
+        out["unused"] += c - (1.0 - d) * cov
+        out["bill"] += c + max(0.0, u - c / (1.0 - d))
+    for key in ("commitment", "covered", "unused"):
+        assert math.isclose(s[f"savings_plan_{key}_usd"], out[key], rel_tol=1e-8,
+                            abs_tol=1e-8), (key, s[f"savings_plan_{key}_usd"], out[key])
+    assert math.isclose(s["cost_by_market"]["savings-plan"], out["commitment"], rel_tol=1e-8,
+                        abs_tol=1e-8)
+    if "on-demand" in s["cost_by_market"]:
+        assert math.isclose(s["cost_by_market"]["on-demand"], out["bill"] - out["commitment"],
+                            rel_tol=1e-8, abs_tol=1e-8)
+    return out
 
 
 def check_faults(res, progress, runtime, finish) -> None:

@@ -222,6 +222,17 @@ def _waiting(v):
     return None if w is None else w.text()
 
 
+def _savings_plan(v):
+    """``USD_PER_HOUR[:DISCOUNT]`` in canonical form, the discount filled in (None: no
+    plan); a number is the rate, a ``stratus.savings.SavingsPlan`` itself."""
+    if v is None:
+        return None
+    from stratus.savings import parse_savings_plan
+
+    plan = parse_savings_plan(v, LABEL.get()("savings_plan"))
+    return None if plan is None else plan.text()
+
+
 def _discount(v):
     if v is None:
         return None

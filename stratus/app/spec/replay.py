@@ -20,6 +20,7 @@ from stratus.app.spec.fields import (
     _on_off,
     _path,
     _reserved,
+    _savings_plan,
     _scheduler,
     _spinup,
     _trace,
@@ -131,6 +132,13 @@ class CloudSpec(WindowSpec, SpotPrices):
                                    "cannot take it waits for it or goes to the scheduler; "
                                    "share=off keeps the scheduler off reserved room "
                                    "(default: none, the scheduler fills reserved first)")
+    savings_plan: str | None = opt(None, _savings_plan, metavar="USD_PER_HOUR[:DISCOUNT]",
+                                   help="a savings plan: USD_PER_HOUR committed every hour "
+                                        "from the first tick to the end, used or not; "
+                                        "on-demand usage up to it at (1 - DISCOUNT) x "
+                                        "on-demand, beyond it at on-demand (DISCOUNT in [0, "
+                                        "1), default 0.5); stratus may then acquire on "
+                                        "demand in a spot replay (default: none)")
     anti_affinity: str = opt("on", _on_off, choices=("on", "off"),
                              help="honour the trace's anti_affinity flags: no two flagged "
                                   "tasks of one job on one instance at once (off ignores them)")
