@@ -389,7 +389,8 @@ def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) ->
 
     def line(p):
         print(f"  {p['commitment']}: {p['total_cost_usd']} $", file=sys.stderr, flush=True)
-    return advise_commit(spec, trace, line if progress else None)
+    fitted, history, warmup_h = _window(spec, spec.trace if trace is None else trace)
+    return advise_commit(spec, fitted, history, warmup_h, line if progress else None)
 
 
 def advise_commit(trace, commit: str, **options) -> dict:

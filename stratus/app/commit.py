@@ -47,15 +47,15 @@ def _mean_prices(prices, catalog, market: str, t0: float, t1: float) -> np.ndarr
                      for t in catalog])
 
 
-def advise_commit(spec: S.CommitSpec, trace=None, on_point=None) -> dict:
-    """The search of the module docstring; ``on_point(point)`` as each replay ends."""
-    from stratus.app.api import _window
+def advise_commit(spec: S.CommitSpec, fitted, history, warmup_h, on_point=None) -> dict:
+    """The search of the module docstring over ``fitted`` (the window, fitted to the
+    catalog; ``history()`` and ``warmup_h`` for a learning estimator, as a replay takes
+    them); ``on_point(point)`` as each replay ends."""
     from stratus.app.registry import get_spec
     from stratus.app.runs import default_jobs, replay_config, run_cells
     from stratus.reserved import reserved_rate, reserved_text
     from stratus.waiting.advisor import milp_commitment, milp_mix, unit_prices
 
-    fitted, history, warmup_h = _window(spec, spec.trace if trace is None else trace)
     sched = get_spec(spec.scheduler)
     cfg = replay_config(spec)
     catalog, prices = cfg.catalog, cfg.prices
@@ -87,9 +87,7 @@ def advise_commit(spec: S.CommitSpec, trace=None, on_point=None) -> dict:
         answer = {"milp_mix": label(milp_key) or "none",
                   "direction": label(tuple(direction)) or "none"}
     else:
-        from stratus.savings import DEFAULT_DISCOUNT
-
-        discount = DEFAULT_DISCOUNT
+        discount = spec.plan_discount
         usage = load @ unit_od  # $/h of the load at on-demand prices
         ratio = float(market.sum() / od.sum())
         c_milp = milp_commitment(usage, spec.slot, discount, ratio)

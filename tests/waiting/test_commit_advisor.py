@@ -68,8 +68,30 @@ def test_advise_commit_reserved_searches_a_few_replays_and_reports_the_curve(cap
       "--scheduler", "stratus"], "--scheduler is not an option"),
     (["--commit", "reserved", "--reserved", "m4.large:1"], "drop --reserved"),
     (["--commit", "everything"], "--commit"),
-    (["--commit", "reserved", "--replays", "1"], "--replays")])
+    (["--commit", "reserved", "--replays", "1"], "--replays"),
+    (["--commit", "savings-plan", "--savings-plan", "5"], "drop --savings-plan")])
 def test_advise_modes_refuse_each_others_options(argv, what, capsys):
     code = main(["advise", "--trace", "synthetic:google?scale=0.01", "--hours", "1", *argv])
     err = capsys.readouterr().err
     assert code == 2 and what in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_advisors_plan_discount_is_the_engines_default():
+    from stratus.app.spec.replay import PLAN_DISCOUNT
+    from stratus.savings import DEFAULT_DISCOUNT
+
+    assert PLAN_DISCOUNT == DEFAULT_DISCOUNT
+
+
+@pytest.mark.slow
+def test_advise_commit_savings_plan_reports_levels(capsys):
+    code = main(["advise", "--commit", "savings-plan", "--trace", "synthetic:google?scale=0.01",
+                 "--hours", "3", "--market", "on-demand", "--replays", "5", "--jobs", "1",
+                 "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["milp_usd_per_hour"] > 0  # on demand a plan pays on the steady part
+    assert doc["points"][0]["commitment"] == "0 $/h"
+    for p in doc["points"][1:]:
+        assert p["commitment_cost_usd"] > 0
+    assert doc["optimum"]["total_cost_usd"] <= doc["points"][0]["total_cost_usd"]

@@ -265,6 +265,7 @@ class EstimateSpec(WindowSpec):
 
 
 COMMITS = ("reserved", "savings-plan")
+PLAN_DISCOUNT = 0.5  # stratus.savings.DEFAULT_DISCOUNT (a test holds them equal)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,6 +281,9 @@ class CommitSpec(ReplaySpec):
                       help="the MILP's time slot over the load curve, s")
     replays: int = opt(12, number("a whole number", 3, integer=True, hi=200), metavar="N",
                        help="at most N replays in the search")
+    plan_discount: float = opt(PLAN_DISCOUNT, _discount, metavar="D",
+                               help="(--commit savings-plan) the plan's discount on "
+                                    "on-demand usage, D in [0, 1)")
     jobs: int | None = opt(None, _jobs, metavar="N", identity=False,
                            help="replays in N processes (default: one per core)")
 
@@ -291,3 +295,6 @@ class CommitSpec(ReplaySpec):
         if self.commit == "reserved" and self.reserved is not None:
             raise ConfigError("--commit reserved chooses the reserved mix itself; drop "
                               "--reserved")
+        if self.commit == "savings-plan" and self.savings_plan is not None:
+            raise ConfigError("--commit savings-plan chooses the plan's level itself; drop "
+                              "--savings-plan (--plan-discount sets its discount)")
