@@ -261,8 +261,10 @@ class Engine:
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
         gate = self.gate
-        if gate is not None and inst.market == RESERVED and gate.cloud_of[task.tid]:
-            gate.on_reserved_by_scheduler += 1  # the scheduler put a cloud task there
+        if gate is not None and inst.market == RESERVED:
+            gate.sync(inst)
+            if gate.cloud_of[task.tid]:
+                gate.on_reserved_by_scheduler += 1  # the scheduler put a cloud task there
         if task.anti_affinity:
             self.book.aa_where.setdefault(task.job, set()).add(inst.iid)
         if self.acct.holds is not None:
@@ -273,6 +275,8 @@ class Engine:
         acct.touch(inst, t)
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
+        if self.gate is not None and inst.market == RESERVED:
+            self.gate.sync(inst)
         if task.anti_affinity:
             where = self.book.aa_where[task.job]
             where.discard(inst.iid)

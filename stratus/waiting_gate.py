@@ -32,6 +32,8 @@ from array import array
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
+import numpy as np
+
 from stratus.base.errors import ConfigError
 from stratus.events import EV_DEPART, EV_DRAIN
 
@@ -124,6 +126,12 @@ class ReservedGate:
         self.kernel = kernel
         self._drain_at = math.nan  # the instant a queue turn is scheduled for
         self.reserved: list = []  # the reserved instances, oldest first (set by open())
+        # their free room, one row each (kept by ``sync`` whenever the engine holds or
+        # frees room on one): best fit is then one vectorized scan, not a Python loop
+        self.free = np.zeros((0, 2), dtype=np.int64)
+        self.row: dict[int, int] = {}  # iid -> row
+        self._top: tuple | None = None  # the most free room per dimension (None: stale)
+        self._caps: list[tuple] = []  # the reserved types' capacities, each once
         self.queue: dict[int, object] = {}  # tid -> task, FCFS (dicts keep order)
         n = book.work.n
         self.wait = array("d", [math.nan]) * n  # reserved start or departure - submit
@@ -135,6 +143,14 @@ class ReservedGate:
 
     def open(self) -> None:
         self.reserved = list(self.cloud.reserved.values())
+        self.free = np.array([i.free for i in self.reserved], dtype=np.int64)
+        self.row = {i.iid: k for k, i in enumerate(self.reserved)}
+        self._caps = list(dict.fromkeys(i.itype.capacity for i in self.reserved))
+
+    def sync(self, inst) -> None:
+        """The engine changed ``inst``'s room (a reserved instance)."""
+        self.free[self.row[inst.iid]] = inst.free
+        self._top = None
 
     # --- decisions ---------------------------------------------------------------------
     def arrive(self, tasks, t: float) -> None:
@@ -184,19 +200,14 @@ class ReservedGate:
         queue = self.queue
         if not queue:
             return
-        top = self._top()
         submit = self.book.work.submit_list
         for tid, task in list(queue.items()):
-            req = task.req
-            if any(r > f for r, f in zip(req, top)):
-                continue
             inst = self._best_fit(task)
             if inst is None:
                 continue
             del queue[tid]
             self._run(task, inst, t, submit[tid])
-            top = self._top()
-            if not top[0]:
+            if not self._room()[0]:
                 return
 
     def predicted_wait(self, task, t: float, limit: float) -> float:
@@ -205,7 +216,7 @@ class ReservedGate:
         only: anti-affinity is left to the placement itself)."""
         book = self.book
         est, done, start = book.est, book.done, book.run_start
-        free = [list(i.free) for i in self.reserved]
+        free = self.free.copy()
         ends: list[tuple[float, int, int, tuple]] = []
         seq = 0
         for k, inst in enumerate(self.reserved):
@@ -225,9 +236,7 @@ class ReservedGate:
                     continue
                 if q is task:
                     return now - t
-                f = free[k]
-                for d, r in enumerate(q.req):
-                    f[d] -= r
+                free[k] -= q.req
                 heappush(ends, (now + max(est[q.tid], 0.0), seq, k, q.req))
                 seq += 1
             queue = rest
@@ -236,29 +245,29 @@ class ReservedGate:
             now = ends[0][0]
             while ends and ends[0][0] <= now:
                 _, _, k, req = heappop(ends)
-                f = free[k]
-                for d, r in enumerate(req):
-                    f[d] += r
+                free[k] += req
 
     # --- the reserved room ---------------------------------------------------------------
     def _fits_type(self, req) -> bool:
-        return any(all(r <= c for r, c in zip(req, i.itype.capacity)) for i in self.reserved)
+        return any(all(r <= c for r, c in zip(req, cap)) for cap in self._caps)
+
+    def _room(self) -> tuple:
+        """The most free room per dimension over the reserved instances (a task larger
+        than it in any dimension fits none): kept until the room changes."""
+        if self._top is None:
+            self._top = tuple(self.free.max(axis=0).tolist())
+        return self._top
 
     def _best_fit(self, task):
         """The reserved instance with the fewest free cores that ``task`` fits now (000 §5's
         best fit; ties: the oldest), or None; never one that holds a flagged task of its
         job when it is flagged itself (anti-affinity, as every placement)."""
-        insts = self.reserved
-        if task.anti_affinity:
-            taken = self.book.aa_where.get(task.job, ())
-            insts = [i for i in insts if i.iid not in taken]
-        k = _best_index([i.free for i in insts], task.req)
-        return insts[k] if k >= 0 else None
-
-    def _top(self) -> list[int]:
-        """The most free room per dimension over the reserved instances (a task larger
-        than it in any dimension fits none)."""
-        return [max(v) for v in zip(*(i.free for i in self.reserved))]
+        req = task.req
+        if any(r > f for r, f in zip(req, self._room())):
+            return None
+        taken = self.book.aa_where.get(task.job, ()) if task.anti_affinity else ()
+        k = _best_index(self.free, req, [self.row[i] for i in taken if i in self.row])
+        return self.reserved[k] if k >= 0 else None
 
     def _run(self, task, inst, t: float, submitted: float) -> None:
         self.wait[task.tid] = t - submitted
@@ -287,14 +296,15 @@ class ReservedGate:
                 "cloud_tasks_on_reserved": self.on_reserved_by_scheduler}
 
 
-def _best_index(free, req) -> int:
-    """Of the free vectors ``free``, the index of the one with the fewest free cores that
-    ``req`` fits (the first of equals), or -1."""
-    best, room = -1, math.inf
-    for k, f in enumerate(free):
-        if f[0] < room and all(r <= x for r, x in zip(req, f)):
-            best, room = k, f[0]
-    return best
+def _best_index(free: np.ndarray, req, skip=()) -> int:
+    """Of the rows of free room ``free``, the index of the one with the fewest free cores
+    that ``req`` fits (the first of equals), none of the rows in ``skip``; or -1."""
+    ok = (free >= req).all(axis=1)
+    if len(skip):
+        ok[list(skip)] = False
+    if not ok.any():
+        return -1
+    return int(np.where(ok, free[:, 0], np.iinfo(np.int64).max).argmin())
 
 
 __all__ = ["REPLAY_POLICIES", "ReservedGate", "Waiting", "parse_waiting"]
