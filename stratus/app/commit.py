@@ -9,9 +9,9 @@ one replay, the bill the thing to minimize.
 2. The search, along the curve's shape rather than over a grid: the bill as a function of
    the scale a of the start's commitment (a = 0: none; 1: the MILP's) is near convex in
    the marginal analysis of paper 000 §2-3 (each further server saves less than the last).
-   A batch of a in {0, 0.5, 1, 1.5} first, then halving steps around the cheapest point,
-   two replays at a time (``--jobs``), until the step changes no count (or the level by less
-   than 1%) or ``--replays`` are spent. Where the market makes the fluid optimum zero (spot
+   A batch of a in {0, 0.5, 1, 1.5} first, then halving steps around the cheapest point
+   (both neighbours; at a = 0 the two nearest points above), two replays at a time
+   (``--jobs``), down to steps of 1/32 or until ``--replays`` are spent. Where the market makes the fluid optimum zero (spot
    cheaper than a reservation at the fluid load), the direction is the on-demand optimum's
    and the MILP's own answer is reported as zero.
 """
@@ -24,7 +24,7 @@ from stratus.app import spec as S
 from stratus.base.errors import ConfigError
 
 GRID = (0.0, 0.5, 1.0, 1.5)  # the first batch of scales
-MIN_STEP = 1.0 / 64  # finer than this, the search stops
+MIN_STEP = 1.0 / 32  # finer than this, the search stops (3% of the start's commitment)
 
 
 def _curves(frame, catalog, slot_s: float):
@@ -134,9 +134,13 @@ def advise_commit(spec: S.CommitSpec, fitted, history, warmup_h, on_point=None) 
         if a >= max(v[0] for v in seen.values()):  # cheapest at the largest scale: go on
             if not run([a + step, a + 2 * step]):
                 break
-        else:
+        else:  # both neighbours at half the step; at scale 0, the two nearest above it
             step /= 2.0
-            run([a - step, a + step])
+            if a - step >= 0:
+                run([a - step, a + step])
+            else:
+                run([a + step / 2.0, a + step])
+                step /= 2.0
     pts = sorted((_point(label(k), a, s) for k, (a, s) in seen.items()),
                  key=lambda p: p["scale"])
     best = min(pts, key=lambda p: p["total_cost_usd"])

@@ -123,13 +123,18 @@ def unit_prices(caps: np.ndarray, hourly: np.ndarray) -> np.ndarray:
         use = [u for u, c in zip(use, coef) if c > 0] or [use[int(np.argmax(coef))]]
 
 
+TIE = 1e-3  # milp_mix: one more instance costs this share of the cheapest one (ties;
+# above the solver's relative gap, far below any real difference)
+
+
 def milp_mix(load: np.ndarray, slot_s: float, caps: np.ndarray, rates: np.ndarray,
              unit: np.ndarray, time_limit_s: float = 30.0) -> list[int]:
     """Reserved instances per type over a load curve (paper 000 §2's reservation problem
     with several types and dimensions): min over integers n_i >= 0 of
     Σ_i n_i·rate_i·T + Σ_k Δt·Σ_d unit_d·max(0, L_kd - Σ_i n_i·cap_id), by OR-Tools.
     ``load``: (slots, dims) mean busy amounts; ``caps``: (types, dims); ``rates``: $/h of
-    a reserved one; ``unit``: $/h per unit of load left to the cloud."""
+    a reserved one; ``unit``: $/h per unit of load left to the cloud. Of equal bills, the
+    one with the fewest instances."""
     solver, pywraplp = _solver(time_limit_s)
     load = np.asarray(load, dtype=np.float64).reshape(len(load), -1)
     hours = slot_s / 3600.0
@@ -139,7 +144,11 @@ def milp_mix(load: np.ndarray, slot_s: float, caps: np.ndarray, rates: np.ndarra
     for i, cap in enumerate(caps):
         need = max((math.ceil(t / c) for t, c in zip(top, cap) if c > 0), default=0)
         n.append(solver.IntVar(0, max(need, 0), f"n{i}"))
-    cost = sum(float(r) * hours * len(load) * v for r, v in zip(rates, n))
+    # ties (a family priced per vCPU, m4's) go to fewer, larger instances, as §3.3's
+    # scaler breaks them: each instance costs TIE of the cheapest one's horizon more
+    horizon_h = hours * len(load)
+    per_instance = TIE * float(min(rates)) * horizon_h
+    cost = sum((float(r) * horizon_h + per_instance) * v for r, v in zip(rates, n))
     for k, lv in enumerate(levels):
         for d, amount in enumerate(lv):
             if unit[d] <= 0 or amount <= 0:
