@@ -279,7 +279,7 @@ class CommitSpec(ReplaySpec):
                            "level ($/h)")
     slot: float = opt(3600.0, number("a number of seconds", 0, above=True),
                       help="the MILP's time slot over the load curve, s")
-    replays: int = opt(12, number("a whole number", 3, integer=True, hi=200), metavar="N",
+    replays: int = opt(10, number("a whole number", 3, integer=True, hi=200), metavar="N",
                        help="at most N replays in the search")
     plan_discount: float = opt(PLAN_DISCOUNT, _discount, metavar="D",
                                help="(--commit savings-plan) the plan's discount on "
