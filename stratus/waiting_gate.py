@@ -132,6 +132,9 @@ class ReservedGate:
         self.row: dict[int, int] = {}  # iid -> row
         self._top: tuple | None = None  # the most free room per dimension (None: stale)
         self._caps: list[tuple] = []  # the reserved types' capacities, each once
+        # per dimension, a heap of (need, tid) over the queued tasks (stale entries are
+        # dropped as met): a queue turn with no room for even the smallest need is O(1)
+        self._low: list[list[tuple[int, int]]] = []
         self.queue: dict[int, object] = {}  # tid -> task, FCFS (dicts keep order)
         n = book.work.n
         self.wait = array("d", [math.nan]) * n  # reserved start or departure - submit
@@ -146,6 +149,7 @@ class ReservedGate:
         self.free = np.array([i.free for i in self.reserved], dtype=np.int64)
         self.row = {i.iid: k for k, i in enumerate(self.reserved)}
         self._caps = list(dict.fromkeys(i.itype.capacity for i in self.reserved))
+        self._low = [[] for _ in range(self.free.shape[1])]
 
     def sync(self, inst) -> None:
         """The engine changed ``inst``'s room (a reserved instance)."""
@@ -178,6 +182,8 @@ class ReservedGate:
                 self._to_cloud(task, t, submit[tid])
                 continue
             self.queue[tid] = task
+            for low, r in zip(self._low, task.req):
+                heappush(low, (r, tid))
             if name == "ajw-t":
                 self.kernel.schedule(t + b, EV_DEPART, tid)
 
@@ -201,14 +207,35 @@ class ReservedGate:
         if not queue:
             return
         submit = self.book.work.submit_list
+        if self._hopeless():
+            return
+        # room only shrinks during a turn: a task needing at least what one that found no
+        # room needed finds none either (unless anti-affinity made the difference)
+        fails: list[tuple] = []
         for tid, task in list(queue.items()):
+            req = task.req
+            if any(all(r >= x for r, x in zip(req, f)) for f in fails):
+                continue
             inst = self._best_fit(task)
             if inst is None:
+                if len(fails) < 8 and not task.anti_affinity:
+                    fails.append(req)
                 continue
             del queue[tid]
             self._run(task, inst, t, submit[tid])
-            if not self._room()[0]:
+            if self._hopeless():
                 return
+
+    def _hopeless(self) -> bool:
+        """No queued task can fit: in some dimension even the smallest queued need is more
+        than any reserved instance has free."""
+        queue = self.queue
+        for low, room in zip(self._low, self._room()):
+            while low and low[0][1] not in queue:
+                heappop(low)
+            if not low or low[0][0] > room:
+                return True
+        return False
 
     def predicted_wait(self, task, t: float, limit: float) -> float:
         """Seconds until ``task`` would start if it joined the queue now, by simulating the
