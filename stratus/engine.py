@@ -276,7 +276,7 @@ class Engine:
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
         if self.gate is not None and inst.market == RESERVED:
-            self.gate.sync(inst)
+            self.gate.sync(inst, grew=True)
         if task.anti_affinity:
             where = self.book.aa_where[task.job]
             where.discard(inst.iid)

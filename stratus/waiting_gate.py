@@ -135,6 +135,15 @@ class ReservedGate:
         # per dimension, a heap of (need, tid) over the queued tasks (stale entries are
         # dropped as met): a queue turn with no room for even the smallest need is O(1)
         self._low: list[list[tuple[int, int]]] = []
+        # the queue's needs as rows in FCFS order (a row whose task left is stale): a turn
+        # tests them all at once against the room that grew since the last turn, the only
+        # room a queued task can fit (after a turn none fits anywhere)
+        self._qreq = np.zeros((0, 2), dtype=np.int64)
+        self._qtid = np.zeros(0, dtype=np.int64)
+        self._qlive = np.zeros(0, dtype=bool)
+        self._qrow: dict[int, int] = {}  # tid -> its row
+        self._qn = 0
+        self._grew: set[int] = set()  # rows of reserved instances whose room grew
         self.queue: dict[int, object] = {}  # tid -> task, FCFS (dicts keep order)
         n = book.work.n
         self.wait = array("d", [math.nan]) * n  # reserved start or departure - submit
@@ -149,12 +158,20 @@ class ReservedGate:
         self.free = np.array([i.free for i in self.reserved], dtype=np.int64)
         self.row = {i.iid: k for k, i in enumerate(self.reserved)}
         self._caps = list(dict.fromkeys(i.itype.capacity for i in self.reserved))
-        self._low = [[] for _ in range(self.free.shape[1])]
+        dims = self.free.shape[1]
+        self._low = [[] for _ in range(dims)]
+        self._qreq = np.zeros((256, dims), dtype=np.int64)
+        self._qtid = np.zeros(256, dtype=np.int64)
+        self._qlive = np.zeros(256, dtype=bool)
 
-    def sync(self, inst) -> None:
-        """The engine changed ``inst``'s room (a reserved instance)."""
-        self.free[self.row[inst.iid]] = inst.free
+    def sync(self, inst, grew: bool = False) -> None:
+        """The engine changed ``inst``'s room (a reserved instance); ``grew``: freed some."""
+        k = self.row[inst.iid]
+        self.free[k] = inst.free
         self._top = None
+        if grew:
+            self._grew.add(k)
+
 
     # --- decisions ---------------------------------------------------------------------
     def arrive(self, tasks, t: float) -> None:
@@ -181,15 +198,42 @@ class ReservedGate:
                                  and self.predicted_wait(task, t, b) > b):
                 self._to_cloud(task, t, submit[tid])
                 continue
-            self.queue[tid] = task
-            for low, r in zip(self._low, task.req):
-                heappush(low, (r, tid))
+            self._enqueue(task)
             if name == "ajw-t":
                 self.kernel.schedule(t + b, EV_DEPART, tid)
 
+    def _enqueue(self, task) -> None:
+        tid = task.tid
+        self.queue[tid] = task
+        for low, r in zip(self._low, task.req):
+            heappush(low, (r, tid))
+        if self._qn == len(self._qtid):  # full: drop the stale rows, grow if still half full
+            live = np.flatnonzero(self._qlive[:self._qn])
+            size = len(self._qtid) * (2 if 2 * len(live) >= len(self._qtid) else 1)
+            req, tids = self._qreq[live], self._qtid[live]
+            self._qreq = np.zeros((size, req.shape[1]), dtype=np.int64)
+            self._qtid = np.zeros(size, dtype=np.int64)
+            self._qlive = np.zeros(size, dtype=bool)
+            self._qreq[:len(live)], self._qtid[:len(live)] = req, tids
+            self._qlive[:len(live)] = True
+            self._qrow = {int(x): k for k, x in enumerate(tids.tolist())}
+            self._qn = len(live)
+        k = self._qn
+        self._qreq[k] = task.req
+        self._qtid[k] = tid
+        self._qlive[k] = True
+        self._qrow[tid] = k
+        self._qn += 1
+
+    def _dequeue(self, tid: int):
+        task = self.queue.pop(tid, None)
+        if task is not None:
+            self._qlive[self._qrow.pop(tid)] = False
+        return task
+
     def timeout(self, tid: int, t: float) -> None:
         """AJW-T's timer: a task still queued b after it arrived leaves for the cloud."""
-        task = self.queue.pop(tid, None)
+        task = self._dequeue(tid)
         if task is not None:
             self.timeouts += 1
             self._to_cloud(task, t, self.book.work.submit_list[tid])
@@ -202,29 +246,33 @@ class ReservedGate:
             self.kernel.schedule(t, EV_DRAIN)
 
     def drain(self, t: float) -> None:
-        """Every queued task that fits reserved room now starts, in order."""
-        queue = self.queue
-        if not queue:
+        """Every queued task that fits reserved room now starts, in order. Only room that
+        grew since the last turn can take one (after a turn none fits anywhere; arrivals
+        queue only when they fit nowhere), so the needs are tested against it first."""
+        queue, grew = self.queue, sorted(self._grew)
+        self._grew.clear()
+        if not queue or not grew or self._hopeless():
             return
         submit = self.book.work.submit_list
-        if self._hopeless():
-            return
-        # room only shrinks during a turn: a task needing at least what one that found no
-        # room needed finds none either (unless anti-affinity made the difference)
-        fails: list[tuple] = []
-        for tid, task in list(queue.items()):
-            req = task.req
-            if any(all(r >= x for r, x in zip(req, f)) for f in fails):
-                continue
-            inst = self._best_fit(task)
-            if inst is None:
-                if len(fails) < 8 and not task.anti_affinity:
-                    fails.append(req)
-                continue
-            del queue[tid]
-            self._run(task, inst, t, submit[tid])
+        rows = np.flatnonzero(self._qlive[:self._qn])
+        while True:
+            # the queued needs the grown room could take, in FCFS order; after each start
+            # the rest are tested again against what room is left
+            room = self.free[grew]
+            rows = rows[(self._qreq[rows, None, :] <= room[None, :, :]).all(axis=2).any(axis=1)]
+            tids = self._qtid[rows].tolist()
+            for pos in range(len(tids)):
+                task = queue[tids[pos]]
+                inst = self._best_fit(task)
+                if inst is not None:
+                    break
+            else:
+                return
+            self._dequeue(task.tid)
+            self._run(task, inst, t, submit[task.tid])
             if self._hopeless():
                 return
+            rows = rows[pos + 1:]
 
     def _hopeless(self) -> bool:
         """No queued task can fit: in some dimension even the smallest queued need is more
