@@ -261,8 +261,16 @@ class ReservedGate:
             room = self.free[grew]
             rows = rows[(self._qreq[rows, None, :] <= room[None, :, :]).all(axis=2).any(axis=1)]
             tids = self._qtid[rows].tolist()
+            grown = [self.reserved[g] for g in grew]
+            aa_where = self.book.aa_where
             for pos in range(len(tids)):
                 task = queue[tids[pos]]
+                # a flagged task whose job holds every grown instance fits none of them
+                # (and so nowhere): no search for it
+                if task.anti_affinity and task.job in aa_where:
+                    taken = aa_where[task.job]
+                    if all(i.iid in taken for i in grown):
+                        continue
                 inst = self._best_fit(task)
                 if inst is not None:
                     break
