@@ -20,7 +20,7 @@ th{background:#f4f4f4}code{font-size:.9em}.fail{color:#a00}.note{color:#850}"""
 
 def _owned(name: str) -> bool:
     return name == "index.html" or (name.startswith("fig") and name.endswith(".png")) or \
-        (name.startswith("waiting-") and name.endswith(".png"))
+        (name.startswith(("waiting-", "bill-vs-reserved-")) and name.endswith(".png"))
 
 
 def _quiet(draw):
