@@ -146,37 +146,19 @@ def first_fit(plan: Plan, instances: Iterable[Instance], tasks: Sequence[Task]) 
     insts = list(instances)
     left: list[Task] = []
     failed: set = set()
-    # room only shrinks during the call: a request above the most free room in some
-    # dimension fits none (the bound is taken again after each placement), and one that
-    # needs at least what a failed one needed fails too (the last few failures kept)
-    top = _top_room(plan, insts)
-    fails: list = []
     for task in tasks:
-        req = task.req
-        if not insts or (req in failed and not task.anti_affinity) or any(
-                r > f for r, f in zip(req, top)) or any(
-                all(r >= x for r, x in zip(req, f)) for f in fails):
+        if not insts or (task.req in failed and not task.anti_affinity):
             left.append(task)
             continue
         for inst in insts:
             if plan.fits(task, inst):
                 plan.place(task, inst)
-                top = _top_room(plan, insts)
                 break
         else:
             left.append(task)
             if not task.anti_affinity:
-                failed.add(req)
-                if len(fails) < 8:
-                    fails.append(req)
+                failed.add(task.req)
     return left
-
-
-def _top_room(plan: Plan, insts: Sequence[Instance]) -> tuple:
-    """The most free room per dimension over ``insts`` in ``plan`` (() for none)."""
-    free = plan.free
-    return tuple(map(max, *(free(i) for i in insts))) if len(insts) > 1 else (
-        tuple(free(insts[0])) if insts else ())
 
 
 def fill_reserved(plan: Plan, reserved: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
