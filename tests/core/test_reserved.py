@@ -21,20 +21,12 @@ from stratus.reserved import parse_reserved, reserved_rate
 from stratus.waiting_gate import parse_waiting
 from tests.helpers.invariants import check_invariants
 from tests.helpers.strategies import configs, workloads
-from tests.helpers.trace import make_trace
+from tests.helpers.trace import first_tick, make_trace
+from tests.helpers.trace import replay_recorded as replay
 
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
 
 TYPES = [t.name for t in M4]
-
-
-def replay(trace, scheduler, **conf):
-    e = Engine(trace, scheduler, ReplayConfig(record=True, **conf))
-    return e, e.run()
-
-
-def first_tick(trace, tick_s: float) -> float:
-    return math.ceil(trace.column("submit_s").min() / tick_s - 1e-9) * tick_s
 
 
 def check_reserved(trace, e, res, reserved, discount=None) -> None:

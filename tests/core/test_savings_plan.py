@@ -29,20 +29,12 @@ from stratus.savings import (
 from stratus.testing import StaticView, task
 from tests.helpers.invariants import check_invariants, savings_plan_per_second
 from tests.helpers.strategies import configs, workloads
-from tests.helpers.trace import make_trace
+from tests.helpers.trace import first_tick, make_trace
+from tests.helpers.trace import replay_recorded as replay
 
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
 
 TYPES = [t.name for t in M4]
-
-
-def replay(trace, scheduler, **conf):
-    e = Engine(trace, scheduler, ReplayConfig(record=True, **conf))
-    return e, e.run()
-
-
-def first_tick(trace, tick_s: float) -> float:
-    return math.ceil(trace.column("submit_s").min() / tick_s - 1e-9) * tick_s
 
 
 def check_plan(trace, e, res, plan: SavingsPlan) -> None:

@@ -14,3 +14,18 @@ def make_trace(rows, name="t"):
     df["job_name"] = "j" + df["job_id"].astype(str)
     df["priority"] = 0
     return Trace(df, name=name)
+
+
+def replay_recorded(trace, scheduler, **conf):
+    """(engine, result) of a replay that keeps the audit logs (``record=True``)."""
+    from stratus.engine import Engine, ReplayConfig
+
+    e = Engine(trace, scheduler, ReplayConfig(record=True, **conf))
+    return e, e.run()
+
+
+def first_tick(trace, tick_s: float) -> float:
+    """The first scheduling tick of a replay of ``trace``: the first submit, rounded up."""
+    import math
+
+    return math.ceil(trace.column("submit_s").min() / tick_s - 1e-9) * tick_s
