@@ -10,6 +10,8 @@ from operator import sub
 from types import MappingProxyType
 from typing import Protocol
 
+import numpy as np
+
 from stratus.base.errors import DecisionError
 from stratus.base.resources import Vec, fits
 from stratus.decisions import Acquire, Decisions, Migrate, Place
@@ -161,12 +163,68 @@ def first_fit(plan: Plan, instances: Iterable[Instance], tasks: Sequence[Task]) 
     return left
 
 
+#: from this many instances on, ``fill_reserved`` tests each task against all of them at
+#: once (numpy) instead of a loop of ``Plan.fits``: the same answers as ``first_fit``
+VECTOR_MIN = 32
+
+
+def first_fit_vector(plan: Plan, instances: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
+    """``first_fit``'s answers, each task's oldest fitting instance found by one numpy test
+    over every instance's tentative free capacity (kept here as the placements take it).
+    A failure is remembered per request, and per (job, request) for a flagged task: room
+    only shrinks and a job's avoided instances only grow during the call, so a task like
+    one that fitted nowhere fits nowhere either. (A fleet of reserved instances, mostly
+    full, made the per-task scans 70% of a real-window replay.)"""
+    insts = list(instances)
+    if not insts or not tasks:
+        return list(tasks)
+    changed = plan.changed_free()
+    free = np.array([changed.get(i.iid, i.free) for i in insts], dtype=np.int64)
+    cols = [free[:, d] for d in range(free.shape[1])]  # views: updates reach ``free``
+    rows: dict[int, int] | None = None  # iid -> row, at the first flagged task
+    masks: dict[int, np.ndarray] = {}  # job -> the rows its flagged tasks must avoid
+    left: list[Task] = []
+    failed: set = set()
+    for task in tasks:
+        req = task.req
+        aa = task.anti_affinity
+        if req in failed or (aa and (task.job, req) in failed):
+            left.append(task)
+            continue
+        ok = cols[0] >= req[0]
+        for col, r in zip(cols[1:], req[1:]):
+            ok &= col >= r
+        if aa:
+            m = masks.get(task.job)
+            if m is None:
+                if rows is None:
+                    rows = {inst.iid: k for k, inst in enumerate(insts)}
+                m = masks[task.job] = np.zeros(len(insts), dtype=bool)
+                for iid in plan.avoid(task):
+                    k = rows.get(iid)
+                    if k is not None:
+                        m[k] = True
+            ok &= ~m
+        k = int(ok.argmax())
+        if not ok[k]:
+            failed.add((task.job, req) if aa else req)
+            left.append(task)
+            continue
+        plan.place(task, insts[k])
+        free[k] -= req
+        if aa:
+            m[k] = True
+    return left
+
+
 def fill_reserved(plan: Plan, reserved: Iterable[Instance], tasks: Sequence[Task]) -> list[Task]:
     """First fit of ``tasks`` onto the reserved instances (oldest first, none cordoned):
     prepaid capacity costs nothing more to use, so every composition fills it before its
     own parts run (docs/decisions.md, "Reserved instances"). Returns the tasks left."""
     cordoned = plan.cordoned
-    return first_fit(plan, (i for i in reserved if i.iid not in cordoned), tasks)
+    insts = [i for i in reserved if i.iid not in cordoned]
+    fit = first_fit_vector if len(insts) >= VECTOR_MIN else first_fit
+    return fit(plan, insts, tasks)
 
 
 def conflicts(tasks: Iterable[Task]) -> bool:

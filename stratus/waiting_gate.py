@@ -130,7 +130,10 @@ class ReservedGate:
         # frees room on one): best fit is then one vectorized scan, not a Python loop
         self.free = np.zeros((0, 2), dtype=np.int64)
         self.row: dict[int, int] = {}  # iid -> row
-        self._top: tuple | None = None  # the most free room per dimension (None: stale)
+        # per dimension, at least the most free room of any reserved instance (None: to
+        # compute): placements leave it an upper bound, so only growth raises it, and a
+        # search that finds nothing makes it exact again (a task above it fits nowhere)
+        self._top: tuple | None = None
         self._caps: list[tuple] = []  # the reserved types' capacities, each once
         # per dimension, a heap of (need, tid) over the queued tasks (stale entries are
         # dropped as met): a queue turn with no room for even the smallest need is O(1)
@@ -140,6 +143,7 @@ class ReservedGate:
         # room a queued task can fit (after a turn none fits anywhere)
         self._qreq = np.zeros((0, 2), dtype=np.int64)
         self._qtid = np.zeros(0, dtype=np.int64)
+        self._qjob = np.zeros(0, dtype=np.int64)
         self._qlive = np.zeros(0, dtype=bool)
         self._qrow: dict[int, int] = {}  # tid -> its row
         self._qn = 0
@@ -162,15 +166,17 @@ class ReservedGate:
         self._low = [[] for _ in range(dims)]
         self._qreq = np.zeros((256, dims), dtype=np.int64)
         self._qtid = np.zeros(256, dtype=np.int64)
+        self._qjob = np.full(256, -1, dtype=np.int64)  # a flagged task's job, else -1
         self._qlive = np.zeros(256, dtype=bool)
 
     def sync(self, inst, grew: bool = False) -> None:
         """The engine changed ``inst``'s room (a reserved instance); ``grew``: freed some."""
         k = self.row[inst.iid]
         self.free[k] = inst.free
-        self._top = None
         if grew:
             self._grew.add(k)
+            if self._top is not None:
+                self._top = tuple(map(max, self._top, inst.free))
 
 
     # --- decisions ---------------------------------------------------------------------
@@ -210,9 +216,11 @@ class ReservedGate:
         if self._qn == len(self._qtid):  # full: drop the stale rows, grow if still half full
             live = np.flatnonzero(self._qlive[:self._qn])
             size = len(self._qtid) * (2 if 2 * len(live) >= len(self._qtid) else 1)
-            req, tids = self._qreq[live], self._qtid[live]
+            req, tids, jobs = self._qreq[live], self._qtid[live], self._qjob[live]
             self._qreq = np.zeros((size, req.shape[1]), dtype=np.int64)
             self._qtid = np.zeros(size, dtype=np.int64)
+            self._qjob = np.full(size, -1, dtype=np.int64)
+            self._qjob[:len(live)] = jobs
             self._qlive = np.zeros(size, dtype=bool)
             self._qreq[:len(live)], self._qtid[:len(live)] = req, tids
             self._qlive[:len(live)] = True
@@ -221,6 +229,7 @@ class ReservedGate:
         k = self._qn
         self._qreq[k] = task.req
         self._qtid[k] = tid
+        self._qjob[k] = task.job if task.anti_affinity else -1
         self._qlive[k] = True
         self._qrow[tid] = k
         self._qn += 1
@@ -259,18 +268,27 @@ class ReservedGate:
             # the queued needs the grown room could take, in FCFS order; after each start
             # the rest are tested again against what room is left
             room = self.free[grew]
-            rows = rows[(self._qreq[rows, None, :] <= room[None, :, :]).all(axis=2).any(axis=1)]
+            need = self._qreq[rows]
+            fit = need[:, 0, None] <= room[None, :, 0]
+            for d in range(1, need.shape[1]):  # column by column: faster than .all(axis=2)
+                fit &= need[:, d, None] <= room[None, :, d]
+            some = fit.any(axis=1)
+            rows, fit = rows[some], fit[some]
+            # nor may a flagged task go where a flagged task of its job is (anti-affinity):
+            # checked per queued job at once, not per queued task
+            jobs = self._qjob[rows]
+            flagged = jobs >= 0
+            if flagged.any():
+                iids = [self.reserved[g].iid for g in grew]
+                held = self.book.aa_where
+                uj, inv = np.unique(jobs[flagged], return_inverse=True)
+                on = np.array([[i in held.get(j, ()) for i in iids] for j in uj.tolist()],
+                              dtype=bool)
+                fit[flagged] &= ~on[inv]
+            rows = rows[fit.any(axis=1)]
             tids = self._qtid[rows].tolist()
-            grown = [self.reserved[g] for g in grew]
-            aa_where = self.book.aa_where
             for pos in range(len(tids)):
                 task = queue[tids[pos]]
-                # a flagged task whose job holds every grown instance fits none of them
-                # (and so nowhere): no search for it
-                if task.anti_affinity and task.job in aa_where:
-                    taken = aa_where[task.job]
-                    if all(i.iid in taken for i in grown):
-                        continue
                 inst = self._best_fit(task)
                 if inst is not None:
                     break
@@ -335,8 +353,8 @@ class ReservedGate:
         return any(all(r <= c for r, c in zip(req, cap)) for cap in self._caps)
 
     def _room(self) -> tuple:
-        """The most free room per dimension over the reserved instances (a task larger
-        than it in any dimension fits none): kept until the room changes."""
+        """At least the most free room per dimension over the reserved instances (a task
+        larger than it in any dimension fits none; ``_top``)."""
         if self._top is None:
             self._top = tuple(self.free.max(axis=0).tolist())
         return self._top
@@ -350,7 +368,10 @@ class ReservedGate:
             return None
         taken = self.book.aa_where.get(task.job, ()) if task.anti_affinity else ()
         k = _best_index(self.free, req, [self.row[i] for i in taken if i in self.row])
-        return self.reserved[k] if k >= 0 else None
+        if k < 0:
+            self._top = None  # the bound let this one through: make it exact
+            return None
+        return self.reserved[k]
 
     def _run(self, task, inst, t: float, submitted: float) -> None:
         self.wait[task.tid] = t - submitted
@@ -382,12 +403,16 @@ class ReservedGate:
 def _best_index(free: np.ndarray, req, skip=()) -> int:
     """Of the rows of free room ``free``, the index of the one with the fewest free cores
     that ``req`` fits (the first of equals), none of the rows in ``skip``; or -1."""
-    ok = (free >= req).all(axis=1)
+    ok = free[:, 0] >= req[0]
+    for d in range(1, len(req)):  # column by column: faster than .all(axis=1) on few
+        ok &= free[:, d] >= req[d]
     if len(skip):
         ok[list(skip)] = False
-    if not ok.any():
-        return -1
-    return int(np.where(ok, free[:, 0], np.iinfo(np.int64).max).argmin())
+    k = int(np.where(ok, free[:, 0], _NONE).argmin())
+    return k if ok[k] else -1
+
+
+_NONE = np.iinfo(np.int64).max  # above any free room: a row that does not fit
 
 
 __all__ = ["REPLAY_POLICIES", "ReservedGate", "Waiting", "parse_waiting"]

@@ -234,3 +234,68 @@ def test_every_composition_fills_reserved_capacity_first(name):
                                                      for t in a.tasks}
     assert tasks[4].tid in placed
     assert not dec.releases and r.iid not in dec.keep
+
+
+# --- the vector first fit over many reserved instances -----------------------------------
+
+def _fill_case(seed: int, n: int, cordon: bool):
+    """A plan over ``n`` reserved instances, some holding (flagged) tasks, one cordoned
+    perhaps, one promise already made; and pending tasks of a few jobs, half flagged."""
+    import random
+
+    from stratus.compose import Plan
+    from stratus.testing import StaticView, task
+
+    rnd = random.Random(seed)
+    v = StaticView(market="on-demand")
+    insts = []
+    for i in range(n):
+        itype = rnd.choice(["m4.large", "m4.xlarge", "m4.2xlarge"])
+        room, held, flagged = list(M4[itype].capacity), [], set()
+        for k in range(rnd.randrange(4)):
+            t = task(1000 + 10 * i + k, cpu=rnd.choice([0.5, 1, 2]), mem=rnd.choice([1, 4]),
+                     job=rnd.randrange(4), anti_affinity=rnd.random() < 0.4)
+            if all(r <= f for r, f in zip(t.req, room)) and not (
+                    t.anti_affinity and t.job in flagged):
+                room = [f - r for f, r in zip(room, t.req)]
+                held.append((t, 0.0, 600.0))
+                if t.anti_affinity:
+                    flagged.add(t.job)
+        insts.append(v.add_instance(itype, market=RESERVED, tasks=held))
+    tasks = [task(k, cpu=rnd.choice([0.5, 1, 2, 4, 8]), mem=rnd.choice([1, 2, 8, 16]),
+                  job=rnd.randrange(4), anti_affinity=rnd.random() < 0.5)
+             for k in range(rnd.randrange(1, 80))]
+    plan = Plan(v)
+    if cordon:
+        plan.cordon(insts[rnd.randrange(n)])
+    promise = task(999, cpu=0.5, mem=1, job=tasks[0].job, anti_affinity=True)
+    if plan.fits(promise, insts[-1]):
+        plan.place(promise, insts[-1])
+    return plan, [i for i in insts if i.iid not in plan.cordoned], tasks
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), cordon=st.booleans())
+def test_the_vector_first_fit_answers_as_the_scan(seed, n, cordon):
+    """``first_fit_vector`` (fill_reserved over many reserved instances) against
+    ``first_fit``'s scan: the same placements in the same order, the same tasks left."""
+    from stratus.compose import first_fit, first_fit_vector
+
+    out = []
+    for fit in (first_fit, first_fit_vector):
+        plan, live, tasks = _fill_case(seed, n, cordon)
+        left = fit(plan, live, tasks)
+        out.append(([(p.task.tid, p.instance.iid) for p in plan.decisions.placements],
+                    [t.tid for t in left]))
+    assert out[0] == out[1]
+
+
+def test_the_vector_first_fit_case_places_flagged_tasks_and_leaves_some():
+    """The property's cases do exercise both answers (one case checked)."""
+    from stratus.compose import first_fit_vector
+
+    plan, live, tasks = _fill_case(7, 40, True)
+    left = first_fit_vector(plan, live, tasks)
+    placed = [p.task for p in plan.decisions.placements[1:]]
+    assert any(t.anti_affinity for t in placed) and any(t.anti_affinity for t in left)
+    assert len(placed) > 5 and left
