@@ -64,7 +64,7 @@ def _pipeline(trace, servers: int, waiting: str):
     return run, out
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=rows, servers=st.integers(1, 2), waiting=policies)
 def test_the_unified_replay_agrees_with_the_pool_simulator(rows, servers, waiting):
     """Item 4, for every policy the replay runs: with the reserved servers the policy's
