@@ -1,7 +1,15 @@
 """Fixtures for the whole suite (helper functions and classes: tests/helpers)."""
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, settings
+
+# The trace cache (traces/cache.py) is off for the suite and the processes it starts: no
+# test writes into the user's cache, and a test that patches a loader sees it run.
+# tests/traces/test_cache.py turns it on in temporary directories (--cache-dir beats this).
+os.environ["STRATUS_NO_CACHE"] = "1"
+os.environ.pop("STRATUS_CACHE_DIR", None)
 
 settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow],
                           print_blob=True)

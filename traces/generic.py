@@ -168,6 +168,16 @@ def load(path: Path, **options) -> Trace:
     return Trace(frame, name=path.name, meta=meta)
 
 
+def input_files(path: Path, **options) -> list[tuple[str, Path]]:
+    """(name, file) for every file ``load`` reads: the table, and the ``mapping`` file if
+    one is given (the trace cache's key, traces/cache.py)."""
+    out = [(Path(path).name, Path(path))]
+    mapping = options.get("mapping")
+    if mapping:
+        out.append(("mapping", Path(str(mapping))))
+    return out
+
+
 def _dropped_text(report: LoadReport) -> str:
     if not report.dropped:
         return "the table has no data rows"

@@ -250,6 +250,14 @@ def find_parts(root: Path, table: str) -> list[Path]:
     return parts
 
 
+def input_files(path: str | Path, **options) -> list[tuple[str, Path]]:
+    """(name, file) for every file ``load`` reads, in reading order (the trace cache's key,
+    traces/cache.py)."""
+    root = Path(path)
+    return [(f"{table}/{p.name}", p) for table in ("job_events", "task_events")
+            for p in find_parts(root, table)]
+
+
 def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 

@@ -72,11 +72,14 @@ def guess_format(path: Path) -> str:
 
 
 class TraceSource:
-    """Where a replay's tasks come from. A file is read once; windows are cut from it."""
+    """Where a replay's tasks come from. A file is read once; windows are cut from it. With
+    ``cache`` (traces/cache.py) a raw-format file is read from there when it holds it."""
 
-    def __init__(self, spec: str, fmt: str | None = None, seed: int | None = None) -> None:
+    def __init__(self, spec: str, fmt: str | None = None, seed: int | None = None,
+                 cache=None) -> None:
         self.spec = spec
         self.seed = seed
+        self.cache = cache
         self.synthetic = spec.startswith(SYNTHETIC)
         if self.synthetic:
             self.name, self.params = parse_synthetic(spec)
@@ -97,9 +100,9 @@ class TraceSource:
 
                 self._full = generate(self.name, **self.params)
             else:
-                from stratus.traces.loaders import load_file
+                from stratus.traces.cache import load
 
-                self._full = load_file(self.path, self.fmt)
+                self._full = load(self.path, self.fmt, self.cache)
         return self._full
 
     def origin(self) -> float:
@@ -150,11 +153,11 @@ class TraceSource:
 
 
 def load_trace(spec: str, fmt: str | None = None, hours: float | None = None,
-               start: float | None = None, seed: int | None = None) -> Trace:
+               start: float | None = None, seed: int | None = None, cache=None) -> Trace:
     """One window of a trace spec (see TraceSource.window)."""
-    return TraceSource(spec, fmt, seed).window(start, hours)
+    return TraceSource(spec, fmt, seed, cache).window(start, hours)
 
 
 def load_history(spec: str, fmt: str | None = None, start: float | None = None,
-                 hours: float = 24.0, seed: int | None = None) -> Trace | None:
-    return TraceSource(spec, fmt, seed).history(start, hours)
+                 hours: float = 24.0, seed: int | None = None, cache=None) -> Trace | None:
+    return TraceSource(spec, fmt, seed, cache).history(start, hours)

@@ -18,14 +18,17 @@ IN_MEMORY = "<in-memory trace>"
 # --- traces and catalogs --------------------------------------------------------------------
 def load_trace(spec: str, format: str | None = None, hours: float | None = None,
                start: float | None = None, slice: int | None = None,
-               slices: int | None = None, seed: int = 0):
+               slices: int | None = None, seed: int = 0, cache_dir: str | None = None,
+               no_cache: bool = False):
     """One window of a trace: a file or directory (``format`` as ``stratus traces formats``
     lists, guessed from the name where it can be) or ``synthetic:NAME?k=v``; ``slice`` K of
-    ``slices`` picks a seeded random window (Stratus §4.2)."""
+    ``slices`` picks a seeded random window (Stratus §4.2). A raw-format file is loaded
+    once and then read from the trace cache (``cache_dir``, else the user's cache
+    directory; ``no_cache`` turns it off; docs/reference/traces.md)."""
     from stratus.app.session import Session
 
     w = S.WindowSpec(trace=spec, format=format, hours=hours, start=start, slice=slice,
-                     slices=slices, seed=seed)
+                     slices=slices, seed=seed, cache_dir=cache_dir, no_cache=no_cache)
     return Session(w).trace
 
 
@@ -402,13 +405,16 @@ def advise_commit(trace, commit: str, **options) -> dict:
 
 # --- sweeps and reports ---------------------------------------------------------------------
 def sweep(config, results: str | None = None, executor: str = "local",
-          workers: int | None = None, progress: bool = False) -> dict:
+          workers: int | None = None, progress: bool = False, cache_dir: str | None = None,
+          no_cache: bool = False) -> dict:
     """The cells of a sweep config (a TOML path) that have no finished row, run on
     ``executor`` (local, dask-local or dask://HOST:PORT); what ``stratus sweep --json``
-    prints (``cells_failed`` > 0: their rows say why, a rerun retries them)."""
+    prints (``cells_failed`` > 0: their rows say why, a rerun retries them). The cells
+    share the trace cache (``cache_dir``, else the user's; ``no_cache``: off)."""
     from stratus.app.sweep import run_config
 
-    return run_config(str(config), results, executor, workers, progress)
+    return run_config(str(config), results, executor, workers, progress, cache_dir,
+                      no_cache)
 
 
 def report(results, out, force: bool = False) -> dict:

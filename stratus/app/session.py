@@ -15,7 +15,8 @@ class Session:
         from stratus.traces.spec import TraceSource
 
         self.spec = spec
-        self.source = source or TraceSource(spec.trace, spec.format, spec.seed)
+        self.source = source or TraceSource(spec.trace, spec.format, spec.seed,
+                                            spec.trace_cache())
         k = spec.slice if slice_ is None else slice_
         if k is not None:
             self.start, self.hours = self.source.slice(k, spec.slices or 20, spec.hours)

@@ -385,9 +385,11 @@ def _keep_config(results: Path, text: str) -> None:
 
 
 def run_config(config: str, results: str | None = None, executor: str = "local",
-               workers: int | None = None, progress: bool = False) -> dict:
+               workers: int | None = None, progress: bool = False,
+               cache_dir: str | None = None, no_cache: bool = False) -> dict:
     """The ``stratus sweep`` command's work: every option and cell checked, then the cells
-    without a finished row run (see ``run_sweep``)."""
+    without a finished row run (see ``run_sweep``). ``cache_dir``/``no_cache``: the trace
+    cache every cell loads through (traces/cache.py), over the config's."""
     from stratus.app import outputs
     from stratus.app.runs import default_jobs
 
@@ -395,7 +397,14 @@ def run_config(config: str, results: str | None = None, executor: str = "local",
     workers = default_jobs() if workers is None else workers
     if not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if no_cache and cache_dir is not None:
+        raise ConfigError("--no-cache and --cache-dir: give one, not both")
     plan = load_config(config, results)
+    if cache_dir is not None or no_cache:
+        # absolute: a worker may run elsewhere; not part of a cell's key (identity=False)
+        where = None if cache_dir is None else str(Path(cache_dir).expanduser().absolute())
+        for c in plan.cells:
+            c.spec = c.spec.replace(cache_dir=where, no_cache=no_cache)
     inputs = outputs.input_paths(config, *{c.trace["spec"] for c in plan.cells})
     outputs.refuse_inputs(plan.results, "results directory", inputs)
     if plan.results.exists() and not plan.results.is_dir():

@@ -20,6 +20,12 @@ def add_parsers(sub) -> None:
                         "running Dask scheduler")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
+    p.add_argument("--cache-dir", metavar="DIR", default=None,
+                   help="cache of loaded raw-format traces, shared by the workers (default: "
+                        "$STRATUS_CACHE_DIR, else $XDG_CACHE_HOME/stratus, else "
+                        "~/.cache/stratus)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="load traces from their raw files; read and write no cache")
     add_output_flags(p, progress=True)
     p = sub.add_parser("report", help="the papers' figures from a sweep's results, as one "
                                       "HTML page with PNGs")
@@ -34,7 +40,8 @@ def cmd_sweep(args) -> int:
     """Exit 0 when every cell has a result, 1 when some failed (their rows say why; a
     rerun retries them), 2 on a bad config or option."""
     out = api.sweep(args.config, args.results, args.executor, args.workers,
-                    progress=progress_wanted(args))
+                    progress=progress_wanted(args), cache_dir=args.cache_dir,
+                    no_cache=args.no_cache)
     print_doc(out, args.json, lambda: (
         f"{out['cells_total']} cells: {out['cells_run']} run, {out['cells_skipped']} "
         f"already done, {out['cells_failed']} failed; results in {out['results_dir']}"))

@@ -268,6 +268,17 @@ def _path(v):
     return v
 
 
+def _cache_dir(v):
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v.strip():
+        raise Bad(f"takes a directory, got {v!r}")
+    from stratus.traces.cache import check_dir
+
+    check_dir(v)
+    return v
+
+
 def _trace(v):
     if not isinstance(v, str) or not v.strip():
         raise Bad(f"takes synthetic:NAME[?k=v&...] or a trace file, got {v!r}")

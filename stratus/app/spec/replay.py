@@ -11,6 +11,7 @@ from stratus.app.spec.fields import (
     MIN_TICK_S,
     Bad,
     Spec,
+    _cache_dir,
     _catalog,
     _discount,
     _estimator,
@@ -56,15 +57,34 @@ class WindowSpec(Spec):
                              "0..N-1 and report the spread")
     seed: int = opt(0, number("an integer", 0, integer=True, hi=2**63 - 1),
                     help="seed for workload, spin-up, noise, slices")
+    # where a loaded raw-format trace is kept (traces/cache.py): never part of a result
+    cache_dir: str | None = opt(None, _cache_dir, metavar="DIR", identity=False,
+                                help="cache of loaded raw-format traces (default: "
+                                     "$STRATUS_CACHE_DIR, else $XDG_CACHE_HOME/stratus, else "
+                                     "~/.cache/stratus)")
+    no_cache: bool = opt(False, flag, cli="flag", identity=False,
+                         help="load the trace from its raw files; read and write no cache")
 
     def check(self) -> None:
         super().check()
+        if self.no_cache and self.cache_dir is not None:
+            from stratus.app.spec.fields import LABEL
+
+            label = LABEL.get()
+            raise ConfigError(f"{label('no_cache')} and {label('cache_dir')}: give one, not "
+                              "both")
         if self.slice is not None and not self.slice < (self.slices or 20):
             raise ConfigError(f"slice {self.slice} is out of range: there are "
                               f"{self.slices or 20} slices (0..{(self.slices or 20) - 1})")
 
     def window(self) -> dict:
         return {k: getattr(self, k) for k in WINDOW_KEYS}
+
+    def trace_cache(self):
+        """The trace cache this spec names (None: off)."""
+        from stratus.traces.cache import trace_cache
+
+        return trace_cache(self.cache_dir, not self.no_cache)
 
 
 WINDOW_KEYS = ("trace", "format", "hours", "start", "slice", "slices", "seed")
