@@ -1,15 +1,46 @@
-"""The simulated cloud's own faults (issue 9): instances that die and requests the provider
-cannot fill.
+"""The simulated cloud's own faults (issue 9; issue 24 item 5): instances that die and
+requests the provider cannot fill.
 
 ``crash:RATE`` -- every instance, once it is up, dies as a Poisson process of RATE per
 instance-hour: its lifetime to a crash is exponential with mean 1/RATE hours. At the crash
 its bill stops, and its tasks lose their progress and go back to pending.
 
-``ice:PROB`` -- an acquisition request fails with probability PROB (insufficient capacity,
-"ICE" on AWS). The failure is reported after the spin-up delay the request would have had;
-nothing is billed for it, and its tasks go back to pending. ``ice-window:S`` -- after a
-failure the type stays short: every request for it fails until S seconds after that
-failure was reported, and the policies see the type as unavailable meanwhile.
+``ice:PROB`` -- the provider refuses an acquisition request with probability PROB
+(insufficient capacity, "ICE" on AWS). The refusal is the request's answer, known when the
+request is made: no instance, no bill, no spin-up; its tasks stay pending and come back to
+the policy at its next tick. ``ice-window:S`` -- a fresh refusal starts a shortage of that
+instance type (every market) for S seconds: every request for the type is refused at once
+meanwhile, without a new draw, and the policies see the type as unavailable
+(``ClusterView.unavailable_types``; ``acquirable_types`` leaves it out). Requests in one
+tick's batch are made in order, so those after the first refusal of a type in the same
+batch are refused too, as a burst of launches into a short pool would be; none of them
+starts a new shortage, so refusals cannot multiply beyond the requests a policy makes for
+a type while it is known short.
+
+Why at the request, and why per type. EC2 reports insufficient capacity as the error code
+``InsufficientInstanceCapacity`` of the launch call itself (RunInstances), and an EC2 Fleet
+of type ``instant`` (CreateFleet) returns the instances it could not launch, with their
+error codes, in the call's response:
+
+* EC2 API error codes: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
+* CreateFleetError, "the instances that could not be launched by the fleet", with an error
+  code from the page above; CreateFleet's response carries them only for fleets of type
+  ``instant``: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFleetError.html
+* Amazon EC2 User Guide, "Insufficient instance capacity":
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/troubleshooting-launch.html#troubleshooting-launch-capacity
+
+What runs short is the capacity of one instance type in one Availability Zone: an AWS
+engineer's advice on the EC2 forum (relayed at
+https://shlomoswidler.com/2009/10/17/avoiding-ec2-insufficientinstancecapaci/) is to wait,
+to leave the zone open, or to try a different instance type, and AWS's page on the
+database analogue (https://docs.aws.amazon.com/neptune/latest/userguide/insufficientDBInstancesAvailable.html)
+says the same of instance classes. So a shortage here is of one type; the replay has one
+zone. Not verified: the text of the error-codes page and of the User Guide section
+themselves (only links to them, from the CreateFleetError and Neptune pages, were read);
+that RunInstances returns the error synchronously rests on those pages' wording and on
+reports of the call's output, not on an AWS statement read here; how long real shortages
+last (S is the user's); and whether one size of a family running short makes its other
+sizes short (this model says no).
 
 Faults draw from their own random stream (seeded from the replay's seed), so a replay
 without faults draws exactly what it drew before they existed.
