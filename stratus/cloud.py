@@ -61,6 +61,9 @@ class Cloud:
         # type -> when its shortage ends: requests for it fail until then, and the policies
         # know it (the refusal is the answer to a request, stratus.faults)
         self.known_unavailable: dict[str, float] = {}
+        # (type, market) -> (time, refused) of its last launch call: a tick's requests for a
+        # type in a market are one call, answered once (stratus.faults)
+        self._calls: dict[tuple[str, str], tuple[float, bool]] = {}
 
     # --- prices ----------------------------------------------------------------------------
     def default_bid(self, itype: InstanceType) -> float:
@@ -107,9 +110,9 @@ class Cloud:
     def request(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
                 t: float) -> Instance | None:
         """A new instance, requested at ``t``, ready after a spin-up delay; or None when the
-        provider is short of the type (insufficient capacity, stratus.faults): the refusal is
-        the request's answer, as EC2's, so nothing is created, billed or drawn from the
-        spin-up stream. A spot bid below the current price is revoked two minutes on."""
+        provider refuses it for insufficient capacity (stratus.faults): the refusal is the
+        request's answer, as EC2's, so nothing is created, billed or drawn from the spin-up
+        stream. A spot bid below the current price is revoked two minutes on."""
         if self.faults is not None and self._ice_fails(itype.name, market, t):
             return None
         if market == SPOT and bid is None:
@@ -183,22 +186,29 @@ class Cloud:
 
     # --- faults (stratus.faults) ---------------------------------------------------------
     def _ice_fails(self, name: str, market: str, t: float) -> bool:
-        """Whether the provider refuses a request for type ``name`` made at ``t`` for
-        insufficient capacity. Inside a shortage of the type every request is refused
-        without a draw; outside, one draw: a refusal with probability ice, which starts a
-        shortage of ice-window seconds (any market)."""
-        f = self.faults
-        if self.known_unavailable.get(name, -math.inf) > t:
-            pass
-        elif f.ice_prob > 0 and self._frng.random() < f.ice_prob:
-            self.ice_shortages += 1
-            if f.ice_window_s:
-                self.known_unavailable[name] = t + f.ice_window_s
+        """Whether the provider refuses a request for type ``name`` in ``market`` made at
+        ``t`` for insufficient capacity. The requests of one instant for one type and market
+        are one launch call with one answer: inside a shortage of the type, a refusal
+        without a draw; outside, one draw, a refusal with probability ice, which starts a
+        shortage of ice-window seconds (every market)."""
+        key = (name, market)
+        call = self._calls.get(key)
+        if call is not None and call[0] == t:  # the same call: its answer
+            refused = call[1]
+        elif self.known_unavailable.get(name, -math.inf) > t:
+            refused = True
         else:
-            return False
-        self.ice_failures += 1
-        self.failed_requests.append((t, name, market))
-        return True
+            f = self.faults
+            refused = f.ice_prob > 0 and self._frng.random() < f.ice_prob
+            if refused:
+                self.ice_shortages += 1
+                if f.ice_window_s:
+                    self.known_unavailable[name] = t + f.ice_window_s
+        self._calls[key] = (t, refused)
+        if refused:
+            self.ice_failures += 1
+            self.failed_requests.append((t, name, market))
+        return refused
 
     def shortage_forever(self) -> bool:
         """Every request fails (ice:1), one has, and nothing is live (a refused request
