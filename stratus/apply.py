@@ -1,7 +1,13 @@
 """Decision application: a policy's ``Decisions`` checked against the task book and the
 cloud, then carried out through an ``Actuator`` (the engine in a replay). A decision that
 cannot be carried out raises a DecisionError naming the policy, the time and what is
-wrong; nothing of a bad decision is applied after the check that refuses it."""
+wrong; nothing of a bad decision is applied after the check that refuses it.
+
+The provider may refuse an acquisition (insufficient capacity, stratus.faults): the
+actuator's ``acquire`` then returns None at once, as EC2 answers a launch request. Its tasks
+stay pending, in their place in the queue, and its migrations are void. They come back to
+the policy at its next tick, never within this one: the policy is asked once per tick, so
+a policy that keeps asking for a short type cannot spin at one instant."""
 
 from __future__ import annotations
 
@@ -20,7 +26,9 @@ class Actuator(Protocol):
     """What applying decisions needs done: the engine's task and instance transitions."""
 
     def acquire(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
-                t: float) -> Instance: ...
+                t: float) -> Instance | None: ...
+
+    def refused(self, tasks: int, migrations: int) -> None: ...
 
     def hold(self, inst: Instance, task: Task, t: float) -> None: ...
 
@@ -107,6 +115,10 @@ class DecisionApplier:
         t = self.clock.now
         book, act = self.book, self.act
         claimed = False
+        # tasks of refused acquisitions: claimed (so that no later decision of this batch
+        # may take them) until the batch is applied, then pending again
+        refused: list[Task] = []
+        refused_moves: set[int] = set()
         for acq in dec.acquisitions:
             self.check_acquisition(acq)
             for task in acq.tasks:
@@ -115,7 +127,14 @@ class DecisionApplier:
                 raise self.bad(f"acquisition of {acq.itype.name} lists a task to migrate twice")
             for task in acq.migrate:
                 self.check_migratable(task, None)
+                if task.tid in refused_moves:
+                    raise self.bad(f"{task!r} cannot migrate: it is already migrating")
             inst = act.acquire(acq.itype, acq.market, acq.bid, acq.keep, t)
+            if inst is None:  # refused: insufficient capacity (stratus.faults)
+                refused.extend(acq.tasks)
+                refused_moves.update(task.tid for task in acq.migrate)
+                act.refused(len(acq.tasks), len(acq.migrate))
+                continue
             for task in acq.tasks:
                 book.loc[task.tid] = inst
                 act.hold(inst, task, t)
@@ -137,6 +156,8 @@ class DecisionApplier:
             task, dest = mg.task, mg.dest
             self.check_live(dest)
             self.check_migratable(task, dest)
+            if task.tid in refused_moves:
+                raise self.bad(f"{task!r} cannot migrate: it is already migrating")
             self.check_fits(dest, task)
             book.mig_dest[task.tid] = dest
             act.hold(dest, task, t)
@@ -159,6 +180,8 @@ class DecisionApplier:
             inst.keep = bool(keep)
             inst.was_kept |= inst.keep
             act.maybe_release(inst, t)
+        for task in refused:
+            book.state[task.tid] = PENDING
         if claimed:
             book.pending = [p for p in book.pending if book.state[p.tid] == PENDING]
 

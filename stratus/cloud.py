@@ -10,7 +10,7 @@ from itertools import count
 
 import numpy as np
 
-from stratus.events import EV_CRASH, EV_ICE, EV_PRICE, EV_READY, EV_REVOKE
+from stratus.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE
 from stratus.faults import Faults
 from stratus.kernel import Kernel
 from stratus.ledger import Ledger
@@ -40,7 +40,7 @@ class Cloud:
         # reserved instances (stratus.reserved): live from the first tick to the end
         self.reserved: dict[int, Instance] = {}
         # with a savings plan (stratus.savings): type -> live on-demand instances, as the
-        # view shows them (a failed request counts until it is reported); None without
+        # view shows them; None without
         self.od_live: dict[str, int] | None = None
         self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
         self.released: list[Instance] | None = [] if record else None  # the objects too
@@ -55,11 +55,15 @@ class Cloud:
         self.crash_mean_s = (3600.0 / faults.crash_per_hour
                              if faults is not None and faults.crash_per_hour > 0 else 0.0)
         self.crashes = 0
-        self.ice_failures = 0
-        self.failed_requests: list[tuple[float, str, str]] = []  # (reported at, type, market)
-        self._short_until: dict[str, float] = {}  # type -> its shortage ends (requests fail)
-        self.known_unavailable: dict[str, float] = {}  # type -> until when policies know it
-        self._ice_end: dict[int, float] = {}  # failed request -> end of its type's shortage
+        self.ice_failures = 0  # requests refused for insufficient capacity
+        self.ice_shortages = 0  # of which fresh: those that started a shortage
+        self.failed_requests: list[tuple[float, str, str]] = []  # (at, type, market)
+        # type -> when its shortage ends: requests for it fail until then, and the policies
+        # know it (the refusal is the answer to a request, stratus.faults)
+        self.known_unavailable: dict[str, float] = {}
+        # (type, market) -> (time, refused) of its last launch call: a tick's requests for a
+        # type in a market are one call, answered once (stratus.faults)
+        self._calls: dict[tuple[str, str], tuple[float, bool]] = {}
 
     # --- prices ----------------------------------------------------------------------------
     def default_bid(self, itype: InstanceType) -> float:
@@ -104,10 +108,13 @@ class Cloud:
         return self._spin.pop()
 
     def request(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
-                t: float) -> Instance:
-        """A new instance, requested at ``t``: ready after a spin-up delay, or, when the
-        provider is short of the type, failed (known after the same delay). A spot bid
-        below the current price is revoked two minutes on."""
+                t: float) -> Instance | None:
+        """A new instance, requested at ``t``, ready after a spin-up delay; or None when the
+        provider refuses it for insufficient capacity (stratus.faults): the refusal is the
+        request's answer, as EC2's, so nothing is created, billed or drawn from the spin-up
+        stream. A spot bid below the current price is revoked two minutes on."""
+        if self.faults is not None and self._ice_fails(itype.name, market, t):
+            return None
         if market == SPOT and bid is None:
             bid = self.default_bid(itype)
         inst = Instance(next(self._iid), itype, market, bid, t)
@@ -115,17 +122,11 @@ class Cloud:
         self.alive[inst.iid] = inst
         if self.od_live is not None and market == ON_DEMAND:
             self.od_live[itype.name] = self.od_live.get(itype.name, 0) + 1
-        delay = self._spinup()
-        if self.faults is not None and self._ice_fails(itype.name, t, delay):
-            inst.failed = True
-            self._ice_end[inst.iid] = self._short_until.get(itype.name, t)
-            self.kernel.schedule(t + delay, EV_ICE, inst)
-        else:
-            if market == SPOT:
-                self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
-            self.kernel.schedule(t + delay, EV_READY, inst)
-        if market == SPOT and not inst.failed and self.current_price[(itype.name, SPOT)] > bid:
-            self._warn(inst, t)
+        self.kernel.schedule(t + self._spinup(), EV_READY, inst)
+        if market == SPOT:
+            self._spot_live.setdefault(itype.name, {})[inst.iid] = inst
+            if self.current_price[(itype.name, SPOT)] > bid:
+                self._warn(inst, t)
         return inst
 
     def add_reserved(self, itype: InstanceType, t: float) -> Instance:
@@ -168,15 +169,12 @@ class Cloud:
 
     def release(self, inst: Instance, t: float) -> None:
         """End the instance at ``t`` and bill it from request to release at its market's
-        prevailing prices, per second (Stratus §4.1). A failed request is not billed."""
+        prevailing prices, per second (Stratus §4.1)."""
         inst.state = RELEASED
         inst.released_at = t
         del self.alive[inst.iid]
         if self.od_live is not None and inst.market == ON_DEMAND:
             self.od_live[inst.itype.name] -= 1
-        if inst.failed:  # a request the provider could not fill: nothing to bill or record
-            self._ice_end.pop(inst.iid, None)
-            return
         inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)
         if inst.market == SPOT:
             del self._spot_live[inst.itype.name][inst.iid]
@@ -187,33 +185,36 @@ class Cloud:
             self.released.append(inst)
 
     # --- faults (stratus.faults) ---------------------------------------------------------
-    def _ice_fails(self, name: str, t: float, delay: float) -> bool:
-        """Whether a request for type ``name`` made at ``t`` fails (insufficient capacity),
-        its failure reported ``delay`` seconds later. A fresh failure starts a shortage of
-        the type that lasts until ice-window seconds after it is reported."""
-        f = self.faults
-        if self._short_until.get(name, -math.inf) > t:
-            return True
-        if f.ice_prob > 0 and self._frng.random() < f.ice_prob:
-            if f.ice_window_s:
-                self._short_until[name] = t + delay + f.ice_window_s
-            return True
-        return False
-
-    def request_failed(self, inst: Instance, t: float) -> None:
-        """A failed request is reported at ``t``: with an ice-window, its type is known
-        unavailable until the shortage it belongs to ends."""
-        name = inst.itype.name
-        self.ice_failures += 1
-        self.failed_requests.append((t, name, inst.market))
-        end = self._ice_end.pop(inst.iid, t)
-        if end > t:
-            self.known_unavailable[name] = max(self.known_unavailable.get(name, -math.inf), end)
+    def _ice_fails(self, name: str, market: str, t: float) -> bool:
+        """Whether the provider refuses a request for type ``name`` in ``market`` made at
+        ``t`` for insufficient capacity. The requests of one instant for one type and market
+        are one launch call with one answer: inside a shortage of the type, a refusal
+        without a draw; outside, one draw, a refusal with probability ice, which starts a
+        shortage of ice-window seconds (every market)."""
+        key = (name, market)
+        call = self._calls.get(key)
+        if call is not None and call[0] == t:  # the same call: its answer
+            refused = call[1]
+        elif self.known_unavailable.get(name, -math.inf) > t:
+            refused = True
+        else:
+            f = self.faults
+            refused = f.ice_prob > 0 and self._frng.random() < f.ice_prob
+            if refused:
+                self.ice_shortages += 1
+                if f.ice_window_s:
+                    self.known_unavailable[name] = t + f.ice_window_s
+        self._calls[key] = (t, refused)
+        if refused:
+            self.ice_failures += 1
+            self.failed_requests.append((t, name, market))
+        return refused
 
     def shortage_forever(self) -> bool:
-        """Every request fails (ice:1) and every live instance is a failed request."""
+        """Every request fails (ice:1), one has, and nothing is live (a refused request
+        never is): capacity can never be had."""
         return (self.faults is not None and self.faults.ice_prob >= 1 and self.ice_failures > 0
-                and all(i.failed for i in self.alive.values()))
+                and not self.alive)
 
 
 __all__ = ["SPOT_WARNING_S", "Cloud"]

@@ -44,7 +44,6 @@ from stratus.events import (
     EV_DEPART,
     EV_DRAIN,
     EV_FINISH,
-    EV_ICE,
     EV_MIGRATED,
     EV_PRICE,
     EV_READY,
@@ -223,7 +222,7 @@ class Engine:
         self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
         for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self._on_finish),
                               (EV_MIGRATED, self._on_migrated), (EV_REVOKE, self._on_revoke),
-                              (EV_CRASH, self._on_crash), (EV_ICE, self._on_ice),
+                              (EV_CRASH, self._on_crash),
                               (EV_READY, self._on_ready), (EV_TICK, self._on_tick)):
             k.on(kind, handler)
         # a waiting policy decides each arrival at its submit time (stratus.waiting_gate)
@@ -284,14 +283,12 @@ class Engine:
                 del self.book.aa_where[task.job]
         if acct.holds is not None:
             s = acct.hold_open.pop((inst.iid, task.tid))
-            if not inst.failed:  # a failed request never existed: it holds nothing
-                acct.holds.append((inst.iid, task.tid, s, t))
+            acct.holds.append((inst.iid, task.tid, s, t))
 
     def release(self, inst: Instance, t: float) -> None:
         if inst._tasks:
             raise StratusError(f"engine bug: releasing instance {inst.iid} with tasks")
-        if not inst.failed:
-            self.acct.touch(inst, t)
+        self.acct.touch(inst, t)
         self.cloud.release(inst, t)
 
     def maybe_release(self, inst: Instance, t: float) -> None:
@@ -432,26 +429,11 @@ class Engine:
         self._evict(inst, t, True)
         self._end_if_done()
 
-    def _on_ice(self, inst: Instance, _b, t: float) -> None:
-        """A failed request is reported: its tasks go back to pending (nothing ran, nothing
-        is billed), reservations on it as a migration target are cancelled, and with an
-        ice-window the type is known unavailable for that long."""
-        if inst.state == RELEASED:  # emptied and released before the failure was known
-            return
-        self.cloud.request_failed(inst, t)
-        book = self.book
-        for task in list(inst._tasks.values()):
-            tid = task.tid
-            self.unhold(inst, task, t)
-            if book.loc[tid] is not inst:  # a migration target that never came up
-                del book.mig_dest[tid]
-                self.acct.cancelled_migrations += 1
-                continue
-            self._send_back(task)
-            self.acct.ice_returned += 1
-        inst.keep = False
-        self.release(inst, t)
-        self._end_if_done()
+    def refused(self, tasks: int, migrations: int) -> None:
+        """The provider refused an acquisition (insufficient capacity, stratus.faults):
+        ``tasks`` tasks meant for it stay pending, ``migrations`` moves to it are void."""
+        self.acct.ice_returned += tasks
+        self.acct.cancelled_migrations += migrations
 
     def _evict(self, inst: Instance, t: float, crash: bool) -> None:
         """Take ``inst`` away at ``t`` (revoked or crashed) and send its tasks back."""

@@ -68,7 +68,7 @@ class Instance:
 
     __slots__ = ("iid", "itype", "market", "bid", "state", "requested_at", "ready_at",
                  "released_at", "free", "keep", "cost", "_tasks", "tasks", "_used_since",
-                 "_used_integral", "hosted", "revoke_at", "was_kept", "failed")
+                 "_used_integral", "hosted", "revoke_at", "was_kept")
 
     def __init__(self, iid: int, itype: InstanceType, market: str, bid: float | None,
                  requested_at: float) -> None:
@@ -91,7 +91,6 @@ class Instance:
         self._used_integral = [0.0] * len(itype.capacity)
         self.hosted = 0  # tasks that ever held resources here
         self.revoke_at: float | None = None
-        self.failed = False  # a request the provider cannot fill (stratus.faults): never billed
 
     @property
     def capacity(self) -> Vec:

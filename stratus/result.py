@@ -280,7 +280,9 @@ def usage_by_family(instances: pd.DataFrame, catalog) -> dict:
 
 def fault_summary(cloud, acc: Snapshot) -> dict:
     """What the cloud's own faults (stratus.faults) did to a replay: crashes and the work
-    they lost (docs/decisions.md defines lost_usd), and requests that could not be filled."""
+    they lost (docs/decisions.md defines lost_usd), and requests that could not be filled:
+    all of them (ice_failures), and those that started a shortage (ice_shortages; the rest
+    asked for a type already short)."""
     return {
         "spec": cloud.faults.spec(),
         "crashes": cloud.crashes,
@@ -289,6 +291,7 @@ def fault_summary(cloud, acc: Snapshot) -> dict:
         "lost_core_seconds": _r(acc.lost_core_s, 3),
         "lost_usd": _r(acc.lost_usd),
         "ice_failures": cloud.ice_failures,
+        "ice_shortages": cloud.ice_shortages,
         "ice_tasks_returned": acc.ice_returned,
         "ice_types_failed": dict(sorted(_count(n for _, n, _ in cloud.failed_requests).items())),
     }

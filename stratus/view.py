@@ -198,8 +198,9 @@ class ClusterView:
 
     # --- the cloud's own faults (stratus.faults) -------------------------------------------
     def unavailable_types(self) -> frozenset[str]:
-        """Names of the types known to be short of capacity now: a request for one failed
-        (reported) less than the ice-window ago, so a request for it now would fail too."""
+        """Names of the types known to be short of capacity now: a request for one was
+        refused less than the ice-window ago, so a request for it now would be refused too
+        (the refusal is known when the request is made, stratus.faults)."""
         known = self._cloud.known_unavailable
         if not known:
             return frozenset()
@@ -207,8 +208,8 @@ class ClusterView:
         return frozenset(n for n, until in known.items() if until > now)
 
     def failed_requests(self, since: float = -math.inf) -> list[tuple[float, str, str]]:
-        """Requests the provider could not fill, reported at or after ``since``: (time the
-        failure was reported, type name, market), oldest first."""
+        """Requests the provider refused (insufficient capacity) at or after ``since``: (time
+        of the request, which is when it was refused; type name, market), oldest first."""
         out = self._cloud.failed_requests
         if since == -math.inf:
             return list(out)

@@ -90,8 +90,9 @@ def summary_table(s: dict) -> str:
         rows.append(("crashes (tasks restarted)", f"{f['crashes']:,} ({f['tasks_restarted']:,})"))
         rows.append(("work lost (task-h, $)", f"{f['lost_task_seconds'] / 3600:,.1f} h, "
                                               f"${f['lost_usd']:,.2f}"))
-        rows.append(("failed requests (ICE)", f"{f['ice_failures']:,} ({f['ice_tasks_returned']:,}"
-                                              f" tasks sent back)"))
+        rows.append(("failed requests (ICE)", f"{f['ice_failures']:,} ({f['ice_shortages']:,} "
+                                              f"shortages, {f['ice_tasks_returned']:,} tasks "
+                                              f"sent back)"))
     rows.append(("wall seconds", f"{s['wall_seconds']:.2f}"))
     return table(("metric", "value"), rows, align_left=2)
 

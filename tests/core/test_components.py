@@ -13,7 +13,7 @@ from stratus.base.errors import DecisionError
 from stratus.cloud import SPOT_WARNING_S, Cloud
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.estimators import OracleEstimator
-from stratus.events import EV_CRASH, EV_ICE, EV_PRICE, EV_READY, EV_REVOKE, KINDS
+from stratus.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE, KINDS
 from stratus.faults import Faults
 from stratus.kernel import Kernel
 from stratus.model import DONE, PENDING, READY, RELEASED, RUNNING, WAITING, Task
@@ -112,16 +112,21 @@ def test_a_spot_bid_below_the_price_gets_the_two_minute_warning():
     assert (600.0 + SPOT_WARNING_S, "revoke", ok.iid) in seen
 
 
-def test_a_request_the_provider_cannot_fill_is_reported_and_never_billed():
+def test_a_request_the_provider_cannot_fill_is_refused_at_once_and_never_billed():
     k = Kernel()
     cloud = _cloud(k, faults=Faults(ice_prob=1.0, ice_window_s=600.0))
-    inst = cloud.request(XL, ON_DEMAND, None, False, 100.0)
-    assert inst.failed and _events(k) == [(130.0, "ice")]
-    cloud.request_failed(inst, 130.0)
-    assert cloud.ice_failures == 1 and cloud.failed_requests == [(130.0, XL.name, ON_DEMAND)]
-    assert cloud.known_unavailable[XL.name] == 100.0 + 30.0 + 600.0
+    assert cloud.request(XL, ON_DEMAND, None, False, 100.0) is None
+    assert len(k) == 0 and not cloud.alive  # no instance, no event: the answer is the refusal
+    assert cloud.ice_failures == cloud.ice_shortages == 1
+    assert cloud.failed_requests == [(100.0, XL.name, ON_DEMAND)]
+    assert cloud.known_unavailable[XL.name] == 100.0 + 600.0
     assert cloud.shortage_forever()
-    cloud.release(inst, 130.0)
+    state = cloud._frng.bit_generator.state
+    assert cloud.request(XL, ON_DEMAND, None, False, 699.0) is None  # in the window
+    assert cloud._frng.bit_generator.state == state  # refused without a draw
+    assert cloud.ice_failures == 2 and cloud.ice_shortages == 1
+    assert cloud.request(XL, ON_DEMAND, None, False, 700.0) is None  # over: a fresh draw
+    assert cloud.ice_shortages == 2 and cloud.known_unavailable[XL.name] == 1300.0
     assert len(cloud.ledger) == 0 and cloud.released == []
 
 
@@ -132,7 +137,6 @@ def test_crashes_are_scheduled_from_the_moment_an_instance_is_up():
     k2 = []
     k.on(EV_READY, lambda a, b, t: (cloud.ready(a, t), k2.append("ready")))
     k.on(EV_CRASH, lambda iid, b, t: k2.append(("crash", iid, t > 30.0)))
-    k.on(EV_ICE, lambda a, b, t: k2.append("ice"))
     k.run()
     assert k2 == ["ready", ("crash", inst.iid, True)]
 
@@ -182,6 +186,9 @@ class _Act:
         self.calls.append(("acquire", itype.name, market))
         return self.cloud.request(itype, market, bid, keep, t)
 
+    def refused(self, tasks, migrations):
+        self.calls.append(("refused", tasks, migrations))
+
     def hold(self, inst, task, t):
         self.calls.append(("hold", inst.iid, task.tid))
         inst._tasks[task.tid] = task
@@ -207,11 +214,11 @@ class _Policy:
     name = "p"
 
 
-def _applier():
+def _applier(faults=None):
     k = Kernel()
     work, book = _book()
     book.arrive(0.0, OracleEstimator())
-    cloud = _cloud(k)
+    cloud = _cloud(k, faults=faults)
     act = _Act(cloud, book)
     return DecisionApplier(book, cloud, act, k, _Policy()), book, cloud, act
 
@@ -232,6 +239,17 @@ def test_decisions_are_applied_in_order_through_the_actuator():
     assert act.calls == [("acquire", XL.name, ON_DEMAND), ("hold", inst.iid, a.tid),
                          ("hold", inst.iid, b.tid), ("start", b.tid)]
     assert book.pending == []
+
+
+def test_a_refused_acquisition_leaves_its_tasks_pending_in_their_place():
+    ap, book, cloud, act = _applier(Faults(ice_prob=1.0, ice_window_s=60.0))
+    a, b = book.pending
+    ap.apply(Decisions(acquisitions=[Acquire(XL, ON_DEMAND, [a]),
+                                     Acquire(M4["m4.large"], ON_DEMAND, [b])]))
+    assert act.calls == [("acquire", XL.name, ON_DEMAND), ("refused", 1, 0),
+                         ("acquire", "m4.large", ON_DEMAND), ("refused", 1, 0)]
+    assert book.pending == [a, b] and book.state[:2] == [PENDING, PENDING]
+    assert book.loc[a.tid] is None and not cloud.alive and len(ap.clock) == 0
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -134,9 +134,9 @@ class CloudSpec(WindowSpec, SpotPrices):
                                        "can never be had)")
     faults: str | None = opt(None, _faults, metavar="crash:R,ice:P[,ice-window:S]",
                              help="the cloud's own faults (seeded): instances crash at R per "
-                                  "instance-hour; a request fails with probability P, and "
-                                  "with ice-window its type stays unavailable S seconds "
-                                  "(default: none)")
+                                  "instance-hour; a tick's launch call for a type is refused "
+                                  "with probability P (known at once), and with ice-window "
+                                  "the type stays unavailable S seconds (default: none)")
     reserved: str | None = opt(None, _reserved, metavar="TYPE:COUNT[,TYPE:COUNT...]",
                                help="reserved instances of --catalog types, up from the first "
                                     "tick to the end and billed for all of it, used or not; "
