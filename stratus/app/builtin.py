@@ -45,8 +45,11 @@ def stratus(clearing: bool = True,
 
 alias("stratus-noclear", "stratus", "Stratus without instance clearing (§5.2 side note, "
       "§5.4.2)", {"clearing": False})
+#: references, not competitors: they are given what no scheduler knows (reports mark them)
+PERFECT_RUNTIMES = "given perfect runtimes"
+
 alias("stratus-oracle", "stratus", "Stratus with perfect runtime knowledge (§5.4.1)",
-      estimator="oracle")
+      estimator="oracle", reference=f"{PERFECT_RUNTIMES} (§5.4.1)")
 
 
 # --- HSpot, SCloud and the Fig. 6 ablation chain (Stratus §4.3, §5.2) -------------------------
@@ -85,13 +88,15 @@ def scloud(pack: bool = False, scale: bool = False, clear: bool = False) -> Comp
     return ComposedScheduler("scloud", scaler=scaler, packer=packer, migrator=migrator)
 
 
+# the Fig. 6 chain is an ablation run with perfect runtimes (§5.2): references in a report
+_CHAIN = f"{PERFECT_RUNTIMES}: the §5.2 ablation chain (Fig. 6)"
 alias("scloud+pack", "scloud", "SCloud + online dot-product vector packing onto running "
-      "instances (§5.2, Fig. 6)", {"pack": True})
+      "instances (§5.2, Fig. 6)", {"pack": True}, reference=_CHAIN)
 alias("scloud+pack+scale", "scloud", "SCloud + dot-product packing + Stratus's cost-efficiency "
-      "scale-out (§5.2, Fig. 6)", {"pack": True, "scale": True})
+      "scale-out (§5.2, Fig. 6)", {"pack": True, "scale": True}, reference=_CHAIN)
 alias("scloud+pack+scale+clear", "scloud", "SCloud + dot-product packing + cost-efficiency "
       "scale-out + instance clearing without runtime binning, perfect runtimes (§5.2, Fig. 6)",
-      {"pack": True, "scale": True, "clear": True})
+      {"pack": True, "scale": True, "clear": True}, reference=_CHAIN)
 
 
 # --- Spot Fleet + ECS (§4.3), Karpenter, Stratus best-fit scale-out (§5.1) -----------------

@@ -110,8 +110,46 @@ def _normalize(main):
 
 
 def _order(names) -> list[str]:
+    """Competitors first (the paper's four, then by name), then the references."""
     first = ["stratus", "fleet", "hotspot", "scloud"]
-    return [n for n in first if n in names] + sorted(n for n in names if n not in first)
+    rest = sorted(n for n in names if n not in first)
+    return ([n for n in first if n in names] + [n for n in rest if not _reference(n)]
+            + [n for n in rest if _reference(n)])
+
+
+def _reference(name: str) -> str:
+    """Why ``name`` is a reference, not a competitor ("" for a competitor): the registry's
+    word (stratus-oracle and the Fig. 6 chain are given perfect runtimes)."""
+    from stratus.app.registry import reference_of
+
+    return reference_of(name)
+
+
+REF_MARK = "†"
+REF_NOTE = (f" {REF_MARK} (hatched): a reference given perfect runtimes (stratus-oracle, "
+            "§5.4.1; the §5.2 ablation chain of Fig. 6), not a competitor: no scheduler "
+            "knows the future.")
+
+
+def _ref_note(names) -> str:
+    """The caption's sentence on references, when some of ``names`` are."""
+    return REF_NOTE if any(_reference(n) for n in names) else ""
+
+
+def _label(name: str) -> str:
+    return f"{name} {REF_MARK}" if _reference(name) else name
+
+
+def _spread_note(groups: dict, what: str = "") -> str:
+    """The caption's numbers: each scheduler's mean ± sd over the windows, per trace."""
+    parts = []
+    for t, g in groups.items():
+        cells = [f"{_label(n)} {g[n]['mean']:.3f} ± {g[n]['std']:.3f}"
+                 for n in _order(g) if g[n].get("mean") is not None]
+        if cells:
+            n = max(g[k]["n"] for k in g)
+            parts.append(f"{t} (n={n} windows): " + "; ".join(cells))
+    return f" Spread{what}, mean ± sd: " + " — ".join(parts) + "." if parts else ""
 
 
 def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=None):
@@ -132,8 +170,13 @@ def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=N
         stds = [groups[t].get(n, {}).get("std") or 0.0 for n in names]
         xs = x + (i - (len(traces) - 1) / 2) * width
         have = [k for k, m in enumerate(means) if m is not None]  # no bar where none ran
-        ax.bar(xs[have], [means[k] for k in have], width * 0.9, yerr=[stds[k] for k in have],
-               capsize=3, color=cmap(i), alpha=0.85, label=f"{t} (ours, mean ± sd)")
+        bars = ax.bar(xs[have], [means[k] for k in have], width * 0.9,
+                      yerr=[stds[k] for k in have], capsize=3, color=cmap(i), alpha=0.85,
+                      label=f"{t} (ours, mean ± sd)")
+        for bar, k in zip(bars, have):
+            if _reference(names[k]):  # a reference, not a competitor: hatched, paler
+                bar.set_hatch("//")
+                bar.set_alpha(0.45)
         pv = paper_vals.get(t, {})
         px = [xx for xx, n in zip(xs, names) if n in pv]
         py = [pv[n] for n in names if n in pv]
@@ -143,7 +186,7 @@ def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=N
     if hline is not None:
         ax.axhline(hline, color="grey", lw=0.8, ls=":")
     ax.set_xticks(x)
-    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_xticklabels([_label(n) for n in names], rotation=30, ha="right")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -172,7 +215,8 @@ def replay_figures(df) -> list[Figure]:
         rows = [{"trace": t, "scheduler": n, "normalized_cost": _fmt(s),
                  "paper": pt[t].get(n, "—"),
                  "cost_usd": _fmt(_stat(spot[(spot["trace_label"] == t) &
-                                             (spot["scheduler"] == n)]["total_cost_usd"]), 1)}
+                                             (spot["scheduler"] == n)]["total_cost_usd"]), 1),
+                 "reference": _reference(n)}
                 for t in traces for n, s in cost[t].items()]
         figs.append(Figure(
             "fig4-cost", "Fig. 4 — daily cost, normalized to the most expensive",
@@ -180,7 +224,9 @@ def replay_figures(df) -> list[Figure]:
             "expensive of Stratus, Fleet, HSpot and SCloud (when all four ran; else of every "
             "scheduler but cost models), bars the mean and whiskers one standard deviation "
             "over the windows. Black diamonds: the paper's Fig. 4, derived from the savings "
-            "§5.1 states (the figure itself is not in the text). " + what_ran(spot),
+            "§5.1 states (the figure itself is not in the text)."
+            + _ref_note(set(spot["scheduler"])) + _spread_note(_no_models(cost)) + " "
+            + what_ran(spot),
             lambda p, c=cost, q=pt: _bars(p, _no_models(c), "cost / most expensive", q,
                                           "Fig. 4: normalized daily cost (spot)", 1.0),
             rows))
@@ -194,11 +240,13 @@ def replay_figures(df) -> list[Figure]:
             "Share of the rented constraining resource (per trace: the one the workload's "
             "requests bind) allocated to tasks over the day (summary field "
             "utilization.constraining), mean ± sd over windows. Diamond: Stratus's 86% "
-            "(Google) / 79% (TwoSigma) from §5.1. " + what_ran(spot),
+            "(Google) / 79% (TwoSigma) from §5.1." + _ref_note(set(spot["scheduler"]))
+            + _spread_note(util) + " " + what_ran(spot),
             lambda p, c=util, q=pu: _bars(p, c, "constraining utilization", q,
                                           "Fig. 5: constraining-resource utilization"),
             [{"trace": t, "scheduler": n, "utilization": _fmt(s), "paper":
-              pu[t].get(n, "—")} for t in traces for n, s in util[t].items()]))
+              pu[t].get(n, "—"), "reference": _reference(n)}
+             for t in traces for n, s in util[t].items()]))
         lat_rows = []
         for t in traces:
             g = spot[(spot["trace_label"] == t) & ~spot["scheduler"].isin(COST_MODELS)]
@@ -209,11 +257,13 @@ def replay_figures(df) -> list[Figure]:
                 lat_rows.append({"trace": t, "scheduler": n,
                                  "p50": _fmt(_stat(gg["latency_p50"]), 2),
                                  "p95": _fmt(_stat(gg["latency_p95"]), 2),
-                                 "paper p50 / p95": f"{ref[0]} / {ref[1]}" if ref else "—"})
+                                 "paper p50 / p95": f"{ref[0]} / {ref[1]}" if ref else "—",
+                                 "reference": _reference(n)})
         figs.append(Figure("table2-latency", "Table 2 — normalized job latency",
                            "Job latency over the job's ideal runtime (no scheduling or "
                            "spin-up delay), 50th and 95th percentiles per window, mean ± sd "
-                           "over windows; the paper's Table 2 beside. " + what_ran(spot),
+                           "over windows; the paper's Table 2 beside."
+                           + _ref_note(set(spot["scheduler"])) + " " + what_ran(spot),
                            None, lat_rows))
         far = []
         for t in traces:
@@ -243,12 +293,14 @@ def replay_figures(df) -> list[Figure]:
             rng = paper.FIG7_SAVING_RANGE.get(pt_name(od, t))
             for n, s in sav.items():
                 rows.append({"trace": t, "vs": n, "stratus saves": _fmt(s, 1, pct=True),
-                             "paper range": f"{rng[0]:.0%}–{rng[1]:.0%}" if rng else "—"})
+                             "paper range": f"{rng[0]:.0%}–{rng[1]:.0%}" if rng else "—",
+                             "reference": _reference(n)})
         figs.append(Figure(
             "fig7-on-demand", "Fig. 7 — on-demand only, normalized cost",
             "As Fig. 4 with on-demand instances only; the table gives Stratus's saving over "
             "each scheduler (1 − cost_stratus / cost_other per window, mean ± sd) beside the "
-            "range §5.3 states (10–29% Google, 14–25% TwoSigma). " + what_ran(od),
+            "range §5.3 states (10–29% Google, 14–25% TwoSigma)."
+            + _ref_note(set(od["scheduler"])) + _spread_note(cost) + " " + what_ran(od),
             lambda p, c=cost: _bars(p, c, "cost / most expensive", {},
                                     "Fig. 7: normalized daily cost (on-demand)", 1.0),
             rows))

@@ -75,6 +75,14 @@ def all_names() -> list[str]:
     return [*SCHEDULERS, *COST_MODELS]
 
 
+def reference_of(name: str) -> str:
+    """Why the scheduler ``name`` (a registered name, perhaps with ``?options``) is a
+    reference rather than a competitor, or "" (a competitor, or a name not registered)."""
+    _load()
+    spec = SCHEDULERS.get(name.partition("?")[0])
+    return spec.reference if spec is not None else ""
+
+
 def get_spec(name: str) -> SchedulerSpec:
     """The scheduler ``name``: a registered one, or ``NAME?KEY=VALUE&...`` with some of its
     factory's options (keys without a dot, ``scloud?pack=true``) and its parts' parameters

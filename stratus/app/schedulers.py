@@ -56,6 +56,9 @@ class SchedulerSpec:
     #: which options (an alias's preset; not those equal to the default)
     base: str | None = None
     preset: dict = field(default_factory=dict, compare=False)
+    #: why it is a reference, not a competitor (e.g. it is given perfect runtimes); "" for
+    #: a competitor. Reports mark references (stratus.app.figures).
+    reference: str = field(default="", compare=False)
 
 
 POLICY = "policy"
@@ -132,9 +135,10 @@ def register(name: str, description: str, estimator: str | None = None):
 
 
 def alias(name: str, of: str, description: str, options: dict | None = None,
-          estimator: str | None = None) -> SchedulerSpec:
+          estimator: str | None = None, reference: str = "") -> SchedulerSpec:
     """Register ``name`` as the registered scheduler ``of`` with ``options`` set (and
-    ``estimator``, None: ``of``'s): it replays as ``of?OPTIONS`` and keeps its own name."""
+    ``estimator``, None: ``of``'s): it replays as ``of?OPTIONS`` and keeps its own name.
+    ``reference``: why reports should show it as a reference, not a competitor."""
     _taken(name)
     base = SCHEDULERS.get(of)
     if base is None:
@@ -148,7 +152,8 @@ def alias(name: str, of: str, description: str, options: dict | None = None,
                 other.preset == preset:
             raise ConfigError(f"alias {name!r}: the same scheduler as {other.name!r}")
     spec = SchedulerSpec(name, WithParams(root.factory, name, {}, preset), description, est,
-                         options=root.options, base=root.name, preset=preset)
+                         options=root.options, base=root.name, preset=preset,
+                         reference=reference)
     SCHEDULERS[name] = spec
     return spec
 

@@ -267,6 +267,33 @@ def test_report_writes_a_page_whose_figures_all_exist(reported, capsys):
     assert code == 0 and "report: " in out_text and "fig4-cost" in out_text
 
 
+@pytest.mark.slow
+def test_report_marks_the_references_and_gives_the_spread(reported):
+    """Schedulers given perfect runtimes (stratus-oracle, the Fig. 6 chain) are references,
+    not competitors: marked in the tables, the bars and the captions; each caption gives
+    every scheduler's spread over the windows."""
+    from stratus.app.report_html import build
+
+    res, out = reported
+    doc, _ = build(res)
+    rows = doc["tables"]["fig4-cost"]
+    marked = {r["scheduler"] for r in rows if r["reference"]}
+    assert marked == {"scloud+pack"}  # of stratus, fleet, hotspot, scloud, scloud+pack
+    page = (out / "index.html").read_text()
+    assert "scloud+pack †" in page and "not a competitor" in page
+    assert "Spread, mean ± sd:" in page and "stratus 0." in page
+
+
+def test_the_registry_names_the_references():
+    from stratus.app.registry import reference_of
+
+    for name in ("stratus-oracle", "scloud+pack", "scloud+pack+scale",
+                 "scloud+pack+scale+clear", "stratus-oracle?clearing.threshold=0.4"):
+        assert "perfect runtimes" in reference_of(name), name
+    for name in ("stratus", "stratus-noclear", "fleet", "hotspot", "scloud", "no-such"):
+        assert reference_of(name) == "", name
+
+
 def test_report_of_nothing_is_one_line(tmp_path, capsys):
     code, _, err = _run(capsys, "report", tmp_path, "-o", tmp_path / "out")
     assert code == 2 and "not a sweep's results directory" in err
