@@ -28,7 +28,7 @@ def run(trace, scheduler, conf, prices=None):
 # inside its five minutes
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=25)
+@settings(max_examples=18)
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_invariants(name, trace, conf):
     res = run(trace, make_scheduler(name), conf)

@@ -65,7 +65,7 @@ reserved_sets = st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 2)), m
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(trace=workloads(), conf=configs, reserved=reserved_sets,
        market=st.sampled_from(["spot", "on-demand"]), waiting=waitings)
 def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trace, conf,
@@ -83,7 +83,7 @@ def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trac
 
 
 @pytest.mark.slow
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(trace=workloads(), conf=configs, reserved=reserved_sets,
        crash=st.sampled_from([0.5, 5.0]))
 def test_reserved_instances_do_not_crash(trace, conf, reserved, crash):
