@@ -23,13 +23,15 @@ stopping at the first instance that fits). Nothing scans every instance per task
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections.abc import Collection, Iterable, Sequence
-from math import frexp
+from heapq import heapify, heappop, heappush
+from math import frexp, ldexp
 
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
-from stratus.view import ClusterView
+from stratus.view import CONSTANT, FALLING, RISING, ClusterView, form_key, remaining_at
 
 
 def bin_of(seconds: float, unit_s: float = 1.0) -> int:
@@ -44,29 +46,63 @@ def availability(free: Sequence[int], ref: Sequence[int]) -> tuple[float, float]
     return (min(shares), sum(shares))
 
 
-class _Entry:
-    __slots__ = ("inst", "iid", "free", "rem", "bin", "avail", "ready")
+_INF = math.inf
+_MIN_LEVEL = 2.0 ** -12  # requests below this smallest share walk every instance
 
-    def __init__(self, inst: Instance, free, rem: float, b: int, avail, ready: bool) -> None:
+
+class _Entry:
+    __slots__ = ("inst", "iid", "free", "kind", "a", "d", "s", "key", "bin", "avail",
+                 "ready", "stamp")
+
+    def __init__(self, inst: Instance, free, form, b: int, avail, ready: bool) -> None:
         self.inst = inst
         self.iid = inst.iid
         self.free = free
-        self.rem = rem
+        # its remaining runtime's form (ClusterView.instance_forms): kind, est, done,
+        # start; ``key`` orders the entries of one kind at any time (form_key)
+        self.kind, self.a, self.d, self.s = form
+        self.key = form_key(*form)
         self.bin = b
         self.avail = avail
         self.ready = ready
+        self.stamp = 0  # which of its refreshes a wake-up in the index's heap is for
+
+    def set_form(self, form) -> None:
+        self.kind, self.a, self.d, self.s = form
+        self.key = form_key(*form)
+
+
+def _rem(e: _Entry, now: float) -> float:
+    """``remaining_at`` of the entry's form, inlined (the arithmetic of
+    ``ClusterView.instances_remaining``)."""
+    k = e.kind
+    if k == FALLING:
+        return e.a - (e.d + (now - e.s))
+    return e.d + (now - e.s) if k == RISING else e.a
 
 
 class _Bin:
-    __slots__ = ("by_rem", "by_avail", "bound", "fails", "job_fails")
+    __slots__ = ("by_key", "by_rem", "by_level", "by_avail", "bound", "shrunk", "stale",
+                 "fails", "job_fails")
 
     def __init__(self, dims: int) -> None:
-        self.by_rem: list[tuple[float, int]] = []  # (remaining, iid) ascending
+        # per form (FALLING, RISING, CONSTANT): (key, iid) ascending, which is ascending
+        # remaining runtime at any one time
+        self.by_key: tuple[list, list, list] = ([], [], [])
+        # (remaining, iid) ascending over the forms, made once per tick when the bin holds
+        # more than one form and a search needs it, then kept up to date
+        self.by_rem: list[tuple[float, int]] | None = None
+        # the same restricted to the instances with at least 2^(k-1) of the largest type
+        # free in every dimension, by k (made, then kept, as ``by_rem``): a request whose
+        # smallest share is that much walks past no instance too full for it on a share
+        self.by_level: dict[int, tuple[float, list[tuple[float, int]]]] = {}
         self.by_avail: list[tuple[float, float, int]] = []  # (-min share, -sum share, iid)
-        # per dimension, at least the largest free amount of any instance in the bin: raised
-        # on insert, never lowered until the next tick's rebuild, so it can only rule a bin
-        # out when no instance in it can fit (exact pruning, no rescans)
+        # per dimension, at least the largest free amount of any instance in the bin:
+        # raised on insert, made exact again in the first search of a tick after an
+        # instance that may have held it lost room or left (``shrunk``, then ``stale``),
+        # so it can only rule a bin out when no instance in it can fit (exact pruning)
         self.bound = [0] * dims
+        self.shrunk = self.stale = False
         # requests that fit no instance of the bin since it last gained room: a request at
         # least as large in every dimension cannot fit either (tasks of a job share one
         # request, so this answers most failed searches without a scan)
@@ -77,9 +113,25 @@ class _Bin:
         self.job_fails: dict[int, list[tuple[int, ...]]] = {}
 
 
+def _forms(view: ClusterView, insts: list[Instance]) -> list[tuple]:
+    """The instances' remaining runtimes as forms; a view without ``instance_forms`` (a
+    hand-made one) gives constants that hold for this tick only."""
+    forms = getattr(view, "instance_forms", None)
+    if forms is not None:
+        return forms(insts)
+    return [(CONSTANT, r, 0.0, 0.0, _INF) for r in view.instances_remaining(insts)]
+
+
 class BinIndex:
     """Live instances by runtime bin, with tentative free capacity and remaining runtime
-    kept up to date as tasks are placed on them during one tick."""
+    kept up to date as tasks are placed on them during one tick.
+
+    An instance's remaining runtime is kept as a form (``ClusterView.instance_forms``):
+    the longest task's expected *end*, or minus its effective start once it has outlived
+    its estimate (readjusted, §3.4), or a constant. Keys do not change as time passes,
+    so the index can live across ticks (``sync``): a bin is a range of remaining
+    runtime, and only the instances that crossed a bin's bound, changed, or whose form
+    ends move."""
 
     def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
                  unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None,
@@ -87,50 +139,206 @@ class BinIndex:
         """``reuse``: last tick's entries, refreshed in place instead of allocated anew;
         ``general``: no unrolled (cpu, mem) path (the tests compare the two)."""
         self.unit_s = unit_s
+        self.now = now = getattr(view, "now", 0.0)
         ref = self.ref = view.catalog.max_capacity
         dims = self.dims = len(ref)
         entries: dict[int, _Entry] = {}
         self.entries = entries
         bins: dict[int, _Bin] = {}
         self.bins = bins
+        self.fast = fast = dims == 2 and not general
+        self._heap: list[tuple[float, int, int]] = []  # (until, stamp, iid): form ends
+        self._stamp = 0
+        self.touched: set[int] = set()  # ids changed by this tick's tentative placements
+        self._out: set[int] = set()  # ids dropped while live (cordoned)
         old = reuse or {}
         insts = list(instances)
-        rems = view.instances_remaining(insts)
+        forms = _forms(view, insts)
         planned = plan.changed_free()  # what this plan changed (nothing, when built first)
-        fast = dims == 2 and not general
         r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
+        heap = self._heap
         # one pass: bin lists are filled unsorted and sorted once at the end (the same
         # order as inserting one by one: keys are unique by instance id)
-        for inst, rem in zip(insts, rems):
+        for inst, (kind, a, dn, st, until) in zip(insts, forms):
             iid = inst.iid
+            form = (kind, a, dn, st)
             free = planned.get(iid, inst.free)
             if fast:  # the common case, unrolled: availability(free, ref)
                 s0, s1 = free[0] / r0, free[1] / r1
                 avail = (s0 if s0 < s1 else s1, s0 + s1)
             else:
                 avail = availability(free, ref)
-            x = rem / unit_s
+            x = remaining_at(kind, a, dn, st, now) / unit_s
             b = frexp(x)[1] if x >= 1.0 else 0
             ready = inst.state == READY
             e = old.get(iid)
             if e is None or e.inst is not inst:
-                e = _Entry(inst, free, rem, b, avail, ready)
+                e = _Entry(inst, free, form, b, avail, ready)
             else:
-                e.free, e.rem, e.bin, e.avail, e.ready = free, rem, b, avail, ready
+                e.set_form(form)
+                e.free, e.bin, e.avail, e.ready = free, b, avail, ready
+            if until < _INF:
+                self._stamp += 1
+                e.stamp = self._stamp
+                heap.append((until, e.stamp, iid))
             entries[iid] = e
             bn = bins.get(b)
             if bn is None:
                 bn = bins[b] = _Bin(dims)
-            bn.by_rem.append((rem, iid))
+            bn.by_key[kind].append((e.key, iid))
             bn.by_avail.append((-avail[0], -avail[1], iid))
             bound = bn.bound
             for d, f in enumerate(free):
                 if f > bound[d]:
                     bound[d] = f
         for bn in bins.values():
-            bn.by_rem.sort()
+            for lst in bn.by_key:
+                lst.sort()
             bn.by_avail.sort()
+        heapify(heap)
         self._bin_ids: list[int] = sorted(bins)  # sorted ids of non-empty bins
+
+    def rem_of(self, e: _Entry) -> float:
+        """The entry's remaining runtime now (with this tick's tentative placements)."""
+        return _rem(e, self.now)
+
+    # --- across ticks -------------------------------------------------------------------
+    def sync(self, view: ClusterView, plan: Plan, changed: set[int]) -> None:
+        """Bring the index to ``view``'s time and state for a new ``plan``: refresh the
+        instances in ``changed`` (``ClusterView.watch_instances``, then cleared), those
+        this index changed tentatively last tick, and those whose form ended; move the
+        ones that crossed a bin's bound; forget last tick's failures. The result equals a
+        new ``BinIndex`` of the same instances (tests/packers/test_live_binning.py)."""
+        now = self.now = view.now
+        entries = self.entries
+        for b in self.bins.values():
+            b.by_rem = None  # time moved: falling and rising forms interleave anew
+            b.by_level.clear()
+        cordoned = plan.cordoned
+        todo = changed | self.touched if self.touched else set(changed)
+        changed.clear()
+        self.touched.clear()
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, stamp, iid = heappop(heap)
+            e = entries.get(iid)
+            if e is not None and e.stamp == stamp:
+                todo.add(iid)
+        for iid in cordoned:  # cordoned since (a part's own plan.cordon reached discard)
+            if iid in entries:
+                self.discard(iid)
+        if self._out:  # dropped: back if the cordon was lifted (and the instance lives)
+            back = self._out - cordoned
+            self._out &= cordoned
+            todo |= back
+        if todo:
+            live = []
+            for iid in todo:
+                try:
+                    inst = view.instance(iid)
+                except KeyError:  # released
+                    inst = None
+                if inst is None or iid in cordoned:
+                    self.discard(iid)
+                    if inst is None:
+                        self._out.discard(iid)
+                else:
+                    live.append(inst)
+            for inst, form in zip(live, _forms(view, live)):
+                self._refresh(inst, inst.free, form)
+        self._cross(now)
+        for iid, free in plan.changed_free().items():  # earlier parts of this plan
+            e = entries.get(iid)
+            if e is not None and e.free != free:
+                self._remove(e)
+                e.free, e.avail = free, availability(free, self.ref)
+                self._insert(e)
+                self.touched.add(iid)
+        for b in self.bins.values():
+            b.fails.clear()
+            b.job_fails.clear()
+            if b.shrunk:
+                b.stale, b.shrunk = True, False
+
+    def _refresh(self, inst: Instance, free, form: tuple) -> None:
+        until = form[4]
+        form = form[:4]
+        x = remaining_at(*form, self.now) / self.unit_s
+        b = frexp(x)[1] if x >= 1.0 else 0
+        e = self.entries.get(inst.iid)
+        if e is None or e.inst is not inst:
+            if e is not None:
+                self._remove(e)
+            e = self.entries[inst.iid] = _Entry(inst, free, form, b,
+                                                availability(free, self.ref),
+                                                inst.state == READY)
+            self._insert(e)
+        elif b != e.bin or self.bins[b].by_rem is not None:
+            self._remove(e)
+            e.set_form(form)
+            e.free, e.bin = free, b
+            e.avail, e.ready = availability(free, self.ref), inst.state == READY
+            self._insert(e)
+        else:  # the same bin: only the lists whose order changed (most refreshes)
+            e.ready = inst.state == READY
+            bn = self.bins[b]
+            if form != (e.kind, e.a, e.d, e.s):  # (no by_rem: made after the syncs)
+                lst = bn.by_key[e.kind]
+                del lst[bisect_left(lst, (e.key, e.iid))]
+                e.set_form(form)
+                insort(bn.by_key[e.kind], (e.key, e.iid))
+            if free != e.free:
+                lst = bn.by_avail
+                del lst[bisect_left(lst, (-e.avail[0], -e.avail[1], e.iid))]
+                bound = bn.bound
+                if not bn.shrunk:
+                    for f, u in zip(e.free, bound):
+                        if f >= u:  # it may have held the bound
+                            bn.shrunk = True
+                            break
+                e.free = free
+                e.avail = avail = availability(free, self.ref)
+                insort(lst, (-avail[0], -avail[1], e.iid))
+                for d, f in enumerate(free):
+                    if f > bound[d]:
+                        bound[d] = f
+                bn.fails.clear()  # it may have gained room
+                bn.job_fails.clear()
+        self._stamp += 1
+        e.stamp = self._stamp
+        if until < _INF:
+            heappush(self._heap, (until, e.stamp, e.iid))
+
+    def _cross(self, now: float) -> None:
+        """Move the instances whose remaining runtime left their bin as time passed:
+        falling ones from the low end of a bin's list down, rising ones from the high
+        end up (each list is in order of remaining runtime, so they are at its ends)."""
+        unit = self.unit_s
+        entries = self.entries
+        for bid in list(self._bin_ids):
+            b = self.bins.get(bid)
+            if b is None:
+                continue
+            fl, ri = b.by_key[FALLING], b.by_key[RISING]
+            while fl:
+                e = entries[fl[0][1]]
+                x = (e.a - (e.d + (now - e.s))) / unit
+                nb = frexp(x)[1] if x >= 1.0 else 0
+                if nb == bid:
+                    break
+                self._move(e, nb)
+            while ri:
+                e = entries[ri[-1][1]]
+                x = (e.d + (now - e.s)) / unit
+                nb = frexp(x)[1] if x >= 1.0 else 0
+                if nb == bid:
+                    break
+                self._move(e, nb)
+
+    def _move(self, e: _Entry, b: int) -> None:
+        self._remove(e)
+        e.bin = b
+        self._insert(e)
 
     # --- maintenance ---------------------------------------------------------------------
     def _insert(self, e: _Entry, shrunk: bool = False) -> None:
@@ -143,7 +351,13 @@ class BinIndex:
         elif not shrunk:
             b.fails.clear()
             b.job_fails.clear()
-        insort(b.by_rem, (e.rem, e.iid))
+        insort(b.by_key[e.kind], (e.key, e.iid))
+        if b.by_rem is not None:
+            k = (_rem(e, self.now), e.iid)
+            insort(b.by_rem, k)
+            for level, lst in b.by_level.values():
+                if e.avail[0] >= level:
+                    insort(lst, k)
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
         bound = b.bound
         for d, f in enumerate(e.free):
@@ -152,34 +366,49 @@ class BinIndex:
 
     def _remove(self, e: _Entry) -> None:
         b = self.bins[e.bin]
-        k = (e.rem, e.iid)
-        del b.by_rem[bisect_left(b.by_rem, k)]
+        lst = b.by_key[e.kind]
+        del lst[bisect_left(lst, (e.key, e.iid))]
+        if b.by_rem is not None:
+            k = (_rem(e, self.now), e.iid)
+            lst = b.by_rem
+            del lst[bisect_left(lst, k)]
+            for level, lst in b.by_level.values():
+                if e.avail[0] >= level:
+                    del lst[bisect_left(lst, k)]
         k2 = (-e.avail[0], -e.avail[1], e.iid)
         del b.by_avail[bisect_left(b.by_avail, k2)]
-        if not b.by_rem:
+        if not b.by_avail:
             del self.bins[e.bin]
             del self._bin_ids[bisect_left(self._bin_ids, e.bin)]
+        elif not b.shrunk:
+            for f, u in zip(e.free, b.bound):
+                if f >= u:  # it may have held the bound
+                    b.shrunk = True
+                    break
 
     def take(self, e: _Entry, req: Sequence[int], rem: float) -> None:
         """Record that a task of request ``req`` and remaining runtime ``rem`` went on ``e``:
         less free room, and the instance's remaining runtime (hence bin) may grow — the
-        promotion of down-packing (§3.2)."""
+        promotion of down-packing (§3.2). Tentative: the next ``sync`` reads the instance
+        afresh."""
         self._remove(e)
         old_bin = e.bin
         e.free = tuple(f - r for f, r in zip(e.free, req))
         e.avail = availability(e.free, self.ref)
-        if rem > e.rem:
-            e.rem = rem
+        if rem > _rem(e, self.now):
+            e.set_form((CONSTANT, rem, 0.0, 0.0))  # for the rest of this tick
             e.bin = bin_of(rem, self.unit_s)
         self._insert(e, shrunk=e.bin == old_bin)
+        self.touched.add(e.iid)
 
     def snapshot(self, e: _Entry) -> tuple:
-        return (e.free, e.rem, e.bin, e.avail)
+        return (e.free, (e.kind, e.a, e.d, e.s), e.bin, e.avail)
 
     def restore(self, e: _Entry, snap: tuple) -> None:
         """Undo ``take`` calls on ``e`` back to ``snap`` (a tentative re-pack that failed)."""
         self._remove(e)
-        e.free, e.rem, e.bin, e.avail = snap
+        e.free, form, e.bin, e.avail = snap
+        e.set_form(form)
         self._insert(e)
 
     def hide(self, e: _Entry) -> None:
@@ -194,9 +423,26 @@ class BinIndex:
         self._insert(e, shrunk=True)
 
     def discard(self, iid: int) -> None:
+        """Drop instance ``iid`` (cordoned, or gone); ``sync`` takes it back if a cordon
+        is lifted while it lives."""
         e = self.entries.pop(iid, None)
         if e is not None:
             self._remove(e)
+            self.touched.discard(iid)
+            self._out.add(iid)
+
+    def _tight(self, b: _Bin) -> list[int]:
+        """The bin's bound, made exact if this tick has not yet done so."""
+        if b.stale:
+            entries = self.entries
+            bound = [0] * self.dims
+            for _, _, iid in b.by_avail:
+                for d, f in enumerate(entries[iid].free):
+                    if f > bound[d]:
+                        bound[d] = f
+            b.bound = bound
+            b.stale = False
+        return b.bound
 
     # --- choice ------------------------------------------------------------------------------
     def choose(self, req: Sequence[int], rem: float, ready_only: bool = False,
@@ -251,11 +497,27 @@ class BinIndex:
 
     def _closest(self, b: _Bin, req, rem: float, ready_only: bool, exclude: int,
                  avoid: Collection[int] = ()) -> _Entry | None:
-        """Same bin: the fitting instance whose remaining runtime is closest to ``rem``."""
-        if any(r > u for r, u in zip(req, b.bound)):
+        """Same bin: the fitting instance whose remaining runtime is closest to ``rem``
+        (ties: the shorter, then the lower id), walking outward from ``rem`` over the
+        bin's instances in order of remaining runtime."""
+        bound = self._tight(b) if b.stale else b.bound
+        if any(r > u for r, u in zip(req, bound)):
             return None
-        entries = self.entries
         lst = b.by_rem
+        if lst is None:
+            lst = b.by_rem = self._merged(b)
+        entries = self.entries
+        # only the instances with at least a power of two below the request's smallest
+        # share free in every dimension: the others cannot hold it, and leaving them out
+        # keeps the walk's order (a merge of the two sides by distance)
+        need = min(r / c for r, c in zip(req, self.ref))
+        if need >= _MIN_LEVEL:
+            k = frexp(need)[1]
+            got = b.by_level.get(k)
+            if got is None:
+                level = ldexp(1.0, k - 1)
+                got = b.by_level[k] = (level, [x for x in lst if entries[x[1]].avail[0] >= level])
+            lst = got[1]
         hi = bisect_left(lst, (rem, -1))
         lo = hi - 1
         n = len(lst)
@@ -276,10 +538,27 @@ class BinIndex:
                 return e
         return None
 
+    def _merged(self, b: _Bin) -> list[tuple[float, int]]:
+        """The bin's (remaining, iid) in order, over its forms, at this tick's time."""
+        now = self.now
+        entries = self.entries
+        out: list[tuple[float, int]] = []
+        fl, ri, co = b.by_key
+        for _, iid in fl:
+            e = entries[iid]
+            out.append((e.a - (e.d + (now - e.s)), iid))
+        for _, iid in ri:
+            e = entries[iid]
+            out.append((e.d + (now - e.s), iid))
+        out.extend(co)  # a constant's key is its value
+        out.sort()
+        return out
+
     def _roomiest(self, b: _Bin, req, need: float, ready_only: bool,
                   exclude: int, avoid: Collection[int] = ()) -> _Entry | None:
         """Other bins: the fitting instance with the most available resources."""
-        if any(r > u for r, u in zip(req, b.bound)):
+        bound = self._tight(b) if b.stale else b.bound
+        if any(r > u for r, u in zip(req, bound)):
             return None
         entries = self.entries
         for neg_min, _, iid in b.by_avail:
@@ -337,15 +616,25 @@ class RuntimeBinPacker:
         """A new replay: instance ids start again."""
         self._index: BinIndex | None = None
         self._index_plan: Plan | None = None
+        self._view: ClusterView | None = None
+        self._changed: set[int] | None = None  # the view's watch set, for ``sync``
 
     def index(self, view: ClusterView, plan: Plan) -> BinIndex:
-        """The tick's bin index (built once per plan, shared with instance clearing),
-        without the cordoned instances, now or later in the plan."""
+        """The tick's bin index (once per plan, shared with instance clearing), without
+        the cordoned instances, now or later in the plan. Built once per replay and kept
+        up to date from the view's changes (``BinIndex.sync``) when the view reports them;
+        built anew for each plan otherwise (a hand-made view)."""
         if self._index_plan is not plan:
-            bl = plan.cordoned
-            insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
-            reuse = self._index.entries if self._index is not None else None
-            self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
+            if self._index is not None and self._view is view and self._changed is not None:
+                self._index.sync(view, plan, self._changed)
+            else:
+                watch = getattr(view, "watch_instances", None)
+                changed = watch() if watch is not None else None
+                bl = plan.cordoned
+                insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
+                reuse = self._index.entries if self._index is not None else None
+                self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
+                self._view, self._changed = view, changed
             self._index_plan = plan
             plan.on_cordon(self._index.discard)
         return self._index

@@ -46,9 +46,17 @@ class InstanceClearing(Part):
     def reset(self) -> None:
         """A new replay: instance ids start again, and so do the counts (the packer and
         the cordons are reset by their owner, stratus.compose)."""
-        self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks
+        self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks (a scan)
         self.instances_cleared = 0
         self.tasks_migrated = 0
+        # incremental: with a view that reports changes (ClusterView.watch_instances), an
+        # instance is looked at again only when it or this tick's plan changed it
+        self._view: ClusterView | None = None
+        self._changed: set[int] | None = None
+        self._tick = 0
+        self._since: dict[int, int] = {}  # iid -> the tick from which it has been low
+        self._last: Plan | None = None  # last tick's plan: what it changed was tentative
+        self._out: set[int] = set()  # low but cordoned: looked at again if a cordon lifts
 
     def stats(self) -> dict:
         return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
@@ -67,6 +75,32 @@ class InstanceClearing(Part):
         return all((c - f) < thr * c for c, f in zip(inst.itype.capacity, free))
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
+        if self._view is not view:
+            self._view = view
+            watch = getattr(view, "watch_instances", None)
+            self._changed = watch() if watch is not None else None
+            self._tick, self._since, self._last, self._out = 0, {}, None, set()
+        cands = self._scan(view, plan) if self._changed is None else self._watched(view, plan)
+        if not cands:
+            return
+        smallest = view.catalog.norm
+
+        def cost_per_used(inst: Instance) -> float:
+            used = tuple(c - f for c, f in zip(inst.itype.capacity, plan.free(inst)))
+            norm = normalized_used_constraining(used, inst.itype.capacity, smallest)
+            return view.price(inst.itype, inst.market) / norm if norm > 0 else float("inf")
+
+        cands.sort(key=lambda i: (-cost_per_used(i), i.iid))
+        for inst in cands:
+            # all or none: nothing may have been planned onto it this tick (placements, or
+            # tasks re-packed from an earlier candidate), or those would stay behind
+            if plan.free(inst) != inst.free:
+                continue
+            if self._clear(view, plan, inst):
+                self.low.pop(inst.iid, None)
+
+    def _scan(self, view: ClusterView, plan: Plan) -> list[Instance]:
+        """The candidates, from every instance (a view that does not report changes)."""
         cordoned = plan.cordoned  # cleared instances not yet gone
         low = {}
         cands = []
@@ -87,23 +121,52 @@ class InstanceClearing(Part):
                 if n > ticks:
                     cands.append(inst)
         self.low = low
-        if not cands:
-            return
-        smallest = view.catalog.norm
+        return cands
 
-        def cost_per_used(inst: Instance) -> float:
-            used = tuple(c - f for c, f in zip(inst.itype.capacity, plan.free(inst)))
-            norm = normalized_used_constraining(used, inst.itype.capacity, smallest)
-            return view.price(inst.itype, inst.market) / norm if norm > 0 else float("inf")
-
-        cands.sort(key=lambda i: (-cost_per_used(i), i.iid))
-        for inst in cands:
-            # all or none: nothing may have been planned onto it this tick (placements, or
-            # tasks re-packed from an earlier candidate), or those would stay behind
-            if plan.free(inst) != inst.free:
+    def _watched(self, view: ClusterView, plan: Plan) -> list[Instance]:
+        """The candidates, as ``_scan`` finds them, looking only at the instances that
+        changed since the last tick (reported by the view, or planned on, then or now):
+        an instance's count of low ticks is the ticks since it became low."""
+        self._tick = tick = self._tick + 1
+        cordoned = plan.cordoned
+        since = self._since
+        todo = self._changed | set(plan.touched())
+        if self._last is not None:
+            todo.update(self._last.touched())
+        self._changed.clear()
+        self._last = plan
+        if self._out:
+            todo |= self._out - cordoned
+            self._out &= cordoned
+        thr = self.threshold
+        pfree = plan.free
+        for iid in todo:
+            try:
+                inst = view.instance(iid)
+            except KeyError:  # gone
+                since.pop(iid, None)
                 continue
-            if self._clear(view, plan, inst):
-                self.low.pop(inst.iid, None)
+            if inst.state != READY or inst.market == RESERVED or iid in cordoned:
+                since.pop(iid, None)
+                if iid in cordoned:
+                    self._out.add(iid)
+                continue
+            for c, f in zip(inst.itype.capacity, pfree(inst)):
+                if (c - f) >= thr * c:
+                    since.pop(iid, None)
+                    break
+            else:
+                if iid not in since:
+                    since[iid] = tick
+        cands = []
+        first = tick - self.ticks  # low since then: more than ``ticks`` ticks in a row now
+        for iid, t0 in list(since.items()):
+            if iid in cordoned:  # cordoned by a part since it was looked at
+                del since[iid]
+                self._out.add(iid)
+            elif t0 <= first:
+                cands.append(view.instance(iid))
+        return cands
 
     def _clear(self, view: ClusterView, plan: Plan, inst: Instance) -> bool:
         tasks = list(inst.tasks.values())

@@ -36,6 +36,8 @@ class Cloud:
         self.markets = markets
         self.spinup_s = spinup_s
         self.alive: dict[int, Instance] = {}
+        # sets of instance ids that changed, one per watcher (ClusterView.watch_instances)
+        self.watchers: list[set[int]] = []
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
         # reserved instances (stratus.reserved): live from the first tick to the end
         self.reserved: dict[int, Instance] = {}
@@ -120,6 +122,8 @@ class Cloud:
         inst = Instance(next(self._iid), itype, market, bid, t)
         inst.keep = inst.was_kept = keep
         self.alive[inst.iid] = inst
+        for w in self.watchers:
+            w.add(inst.iid)
         if self.od_live is not None and market == ON_DEMAND:
             self.od_live[itype.name] = self.od_live.get(itype.name, 0) + 1
         self.kernel.schedule(t + self._spinup(), EV_READY, inst)
@@ -140,7 +144,22 @@ class Cloud:
         inst._used_since = t
         self.alive[inst.iid] = inst
         self.reserved[inst.iid] = inst
+        for w in self.watchers:
+            w.add(inst.iid)
         return inst
+
+    def watch(self) -> set[int]:
+        """A new set of the ids of instances that change from now on (acquired, up,
+        released, or a task held, freed, started or stopped there: ``changed``)."""
+        w: set[int] = set()
+        self.watchers.append(w)
+        return w
+
+    def changed(self, inst: Instance | None) -> None:
+        """Tell the watchers that ``inst`` changed (the engine, for its tasks)."""
+        if inst is not None:
+            for w in self.watchers:
+                w.add(inst.iid)
 
     def od_rate(self) -> float:
         """$/h of the live on-demand instances at today's on-demand prices (with a savings
@@ -163,6 +182,8 @@ class Cloud:
         inst.state = READY
         inst.ready_at = t
         inst._used_since = t
+        for w in self.watchers:
+            w.add(inst.iid)
         if self.crash_mean_s:  # Poisson crashes from the moment it is up (memoryless)
             self.kernel.schedule(t + self._frng.exponential(self.crash_mean_s), EV_CRASH,
                                  inst.iid)
@@ -173,6 +194,8 @@ class Cloud:
         inst.state = RELEASED
         inst.released_at = t
         del self.alive[inst.iid]
+        for w in self.watchers:
+            w.add(inst.iid)
         if self.od_live is not None and inst.market == ON_DEMAND:
             self.od_live[inst.itype.name] -= 1
         inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)

@@ -259,6 +259,8 @@ class Engine:
         inst._tasks[task.tid] = task
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
+        for w in self.cloud.watchers:
+            w.add(inst.iid)
         gate = self.gate
         if gate is not None and inst.market == RESERVED:
             gate.sync(inst)
@@ -274,6 +276,8 @@ class Engine:
         acct.touch(inst, t)
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
+        for w in self.cloud.watchers:
+            w.add(inst.iid)
         if self.gate is not None and inst.market == RESERVED:
             self.gate.sync(inst, grew=True)
         if task.anti_affinity:
@@ -300,6 +304,7 @@ class Engine:
         book, tid = self.book, task.tid
         book.state[tid] = RUNNING
         book.run_start[tid] = t
+        self._changed(tid)
         if book.first_start[tid] != book.first_start[tid]:  # NaN: first start
             book.first_start[tid] = t
         self.kernel.schedule(t + self.work.runtime[tid] - book.done[tid], EV_FINISH, tid,
@@ -312,6 +317,15 @@ class Engine:
         self.acct.segment(tid, start, t, book.loc[tid].iid)
         book.run_start[tid] = math.nan
         book.epoch[tid] += 1
+        self._changed(tid)
+
+    def _changed(self, tid: int) -> None:
+        """The task's progress started or stopped: tell the watchers of the instances
+        that hold it (ClusterView.watch_instances)."""
+        if self.cloud.watchers:
+            book = self.book
+            self.cloud.changed(book.loc[tid])
+            self.cloud.changed(book.mig_dest.get(tid))
 
     def begin_transfer(self, task: Task, t: float) -> None:
         book, acct, tid = self.book, self.acct, task.tid

@@ -29,6 +29,7 @@ from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task, se
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
 from stratus.savings import SavingsPlan, marginal_price
+from stratus.view import CONSTANT
 
 MIB_BITS = 8 * 1024 * 1024
 
@@ -184,6 +185,15 @@ class StaticView:
 
     def instances_remaining(self, instances: Iterable[Instance]) -> list[float]:
         return [self.instance_remaining(i) for i in instances]
+
+    def instance_forms(self, instances: Iterable[Instance]) -> list[tuple]:
+        """Constants (``CONSTANT``): a hand-set state does not run on by itself."""
+        return [(CONSTANT, r, 0.0, 0.0, math.inf) for r in self.instances_remaining(instances)]
+
+    def watch_instances(self) -> None:
+        """None: state set by hand is not reported as it changes, so an index that lives
+        across ticks (packers.binning) is built anew for every ``schedule`` call."""
+        return None
 
     def migration_seconds(self, task: Task) -> float:
         return task.req[1] * self._fraction * MIB_BITS / self._bits_per_s

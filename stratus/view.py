@@ -14,6 +14,24 @@ from stratus.savings import SavingsPlan
 from stratus.savings import marginal_price as _marginal
 from stratus.taskbook import TaskBook
 
+#: the kinds of ``ClusterView.instance_forms``
+FALLING, RISING, CONSTANT = 0, 1, 2
+
+
+def remaining_at(kind: int, est: float, done: float, start: float, t: float) -> float:
+    """The remaining runtime at time ``t`` of a form of ``ClusterView.instance_forms``."""
+    if kind == FALLING:
+        return est - (done + (t - start))
+    return done + (t - start) if kind == RISING else est
+
+
+def form_key(kind: int, est: float, done: float, start: float) -> float:
+    """A number that orders the forms of one kind by remaining runtime at any time: the
+    expected end (falling), minus the effective start (rising), the value (constant)."""
+    if kind == FALLING:
+        return start - done + est
+    return done - start if kind == RISING else est
+
 
 class ClusterView:
     """What a policy may know: time, pending tasks, live instances with their tasks and
@@ -144,6 +162,69 @@ class ClusterView:
                     best = r
             append(best)
         return out
+
+    def instance_forms(self, instances: Iterable[Instance]
+                       ) -> list[tuple[int, float, float, float, float]]:
+        """Each instance's remaining runtime (``instances_remaining``) as a function of
+        time, for an index that lives across ticks (packers.binning):
+        ``(kind, est, done, start, until)`` of the task that sets it, where the remaining
+        runtime at a time t from now until ``until`` is, with ``remaining_at``, ``est -
+        (done + (t - start))`` (``FALLING``: a running task), ``done + (t - start)``
+        (``RISING``: a running task that outlived its estimate, readjusted, Stratus §3.4)
+        or ``est`` (``CONSTANT``: no task running; ``est`` is then the value). ``until`` is
+        the first time the form may change with no event on the instance: a task
+        outliving its estimate, or one part of the max overtaking another. The arithmetic
+        is ``instances_remaining``'s, so both give the same numbers."""
+        b = self._book
+        now, est, done, state, start = self._clock.now, b.est, b.done, b.state, b.run_start
+        readjust = self._cfg.readjust
+        inf = math.inf
+        out = []
+        append = out.append
+        for inst in instances:
+            fv = rv = -inf  # the largest falling and rising values now
+            ft = rt = -1
+            c = 0.0  # the constant part
+            nxt = inf  # the first expected end of a running task not yet overdue
+            for tid in inst._tasks:
+                d = done[tid]
+                if state[tid] == RUNNING:
+                    el = d + (now - start[tid])
+                    left = est[tid] - el
+                    if left > 0:
+                        if left > fv:
+                            fv, ft = left, tid
+                        end = start[tid] - d + est[tid]
+                        if end < nxt:
+                            nxt = end
+                    elif readjust and el > rv:
+                        rv, rt = el, tid
+                else:
+                    left = est[tid] - d
+                    r = left if left > 0 else (d if readjust else 0.0)
+                    if r > c:
+                        c = r
+            # the largest part now; the rising one wins ties (it only grows), then the
+            # constant one; a falling part is overtaken where the lines cross
+            rk = done[rt] - start[rt] if rt >= 0 else -inf  # rising: rk + t
+            if rt >= 0 and rv >= c and rv >= fv:
+                append((RISING, est[rt], done[rt], start[rt], nxt))
+            elif c >= fv:
+                append((CONSTANT, c, 0.0, 0.0, nxt if rt < 0 else min(nxt, c - rk)))
+            else:
+                fk = start[ft] - done[ft] + est[ft]  # falling: fk - t
+                until = min(nxt, fk - c)
+                if rt >= 0:
+                    until = min(until, (fk - rk) / 2)
+                append((FALLING, est[ft], done[ft], start[ft], until))
+        return out
+
+    def watch_instances(self) -> set[int] | None:
+        """A set the engine adds an instance's id to whenever the instance changes: it
+        is acquired, comes up or goes, a task arrives, leaves, starts or stops on it. Clear
+        it after reading; ``instance_forms`` of the others still hold. (A view that
+        cannot report changes, as ``stratus.testing.StaticView``, returns None.)"""
+        return self._cloud.watch()
 
     def migration_seconds(self, task: Task) -> float:
         """How long moving this task's memory takes at the configured rate (Stratus §4.1)."""

@@ -295,7 +295,7 @@ def test_binning_memo_is_not_poisoned_by_anti_affinity(run):
         # reference: a fresh index (no memo) over the same state without the banned ones
         ents = [e for e in idx.entries.values() if e.iid not in ban]
         fresh = [instance(e.iid, e.inst.itype, free=e.free) for e in ents]
-        ref_view = FakeView(fresh, remaining={e.iid: e.rem for e in ents})
+        ref_view = FakeView(fresh, remaining={e.iid: idx.rem_of(e) for e in ents})
         want = BinIndex(ref_view, Plan(ref_view), fresh).choose(req, rem)
         assert (got and got.iid) == (want and want.iid)
         if got is not None:

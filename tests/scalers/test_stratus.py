@@ -71,7 +71,7 @@ def test_fig2_toy_sequence_on_one_instance():
     e = idx.choose(to_units(1, 4), 10.0)
     assert e.iid == 0
     idx.take(e, to_units(1, 4), 10.0)
-    assert idx.entries[0].bin == 5 and idx.entries[0].rem == 24.0
+    assert idx.entries[0].bin == 5 and idx.rem_of(idx.entries[0]) == 24.0
     # (c) a longer task ([32, 64)) is down-packed and promotes the instance to its bin
     e = idx.choose(to_units(1, 4), 40.0)
     assert e.iid == 0
