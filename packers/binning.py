@@ -89,8 +89,8 @@ class _Bin:
         # per form (FALLING, RISING, CONSTANT): (key, iid) ascending, which is ascending
         # remaining runtime at any one time
         self.by_key: tuple[list, list, list] = ([], [], [])
-        # (remaining, iid) ascending over the forms, made once per tick when the bin holds
-        # more than one form and a search needs it, then kept up to date
+        # (remaining, iid) ascending over the forms (falling and rising ones interleave
+        # anew as time passes): made in a tick's first search of the bin, then kept
         self.by_rem: list[tuple[float, int]] | None = None
         # the same restricted to the instances with at least 2^(k-1) of the largest type
         # free in every dimension, by k (made, then kept, as ``by_rem``): a request whose
