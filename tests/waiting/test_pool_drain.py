@@ -27,6 +27,9 @@ def _brute(shapes, name, b, t_short, best, sub, rt, cpu, mem, horizon=None):
     floats). SWW and compound ask the oracle: the same passes on a copy, ``horizon``
     (default b) ahead; its answers are returned too, (job, wait) in order."""
     n = len(sub)
+    # Python floats (the same values) instead of numpy scalars: this loop asks for them
+    # millions of times in a long queue's forecasts
+    sub, rt, cpu, mem = (np.asarray(x, np.float64).tolist() for x in (sub, rt, cpu, mem))
     fc = [c for c, _ in shapes]
     fm = [m for _, m in shapes]
     cloud = np.zeros(n, bool)
