@@ -232,15 +232,17 @@ h = [0.1, 1]
 
 
 @pytest.fixture(scope="module")
-def reported(tmp_path_factory, spawner_lock):
-    """A finished replay sweep and a waiting sweep in one results directory, reported."""
+def reported(tmp_path_factory):
+    """A finished replay sweep and a waiting sweep in one results directory, reported.
+    The cells run in this process (--workers 1: the run_cell a pool's workers call; pools:
+    test_local_and_dask_local_give_identical_rows): two spawned workers per sweep cost more
+    in imports than the 32 small cells."""
     tmp = tmp_path_factory.mktemp("report")
     res = tmp / "res"
     for i, text in enumerate((REPORTED, WAITING)):
         cfg = tmp / f"c{i}.toml"
         cfg.write_text(text.format(results=res))
-        with spawner_lock():
-            assert main(["sweep", str(cfg), "--workers", "2", "--no-progress"]) == 0
+        assert main(["sweep", str(cfg), "--workers", "1", "--no-progress"]) == 0
     out = tmp / "report"
     assert main(["report", str(res), "-o", str(out), "--json"]) == 0
     return res, out

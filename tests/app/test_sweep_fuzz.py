@@ -5,6 +5,7 @@ line), never prints a traceback, and never deletes or changes a file it did not 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -239,7 +240,7 @@ def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
 @given(text=configs(), first=st.lists(st.sampled_from(DAMAGES), max_size=3, unique=True),
        raw=st.one_of(st.none(), st.binary(max_size=40)), report=st.booleans(),
        concurrent=st.integers(0, 29).map(lambda k: k == 0))
-def _one_config(box, capsys, seen, text, first, raw, report, concurrent):
+def _one_config(box, capsys, spawner_lock, seen, text, first, raw, report, concurrent):
     res = box / "res"
     shutil.rmtree(res, ignore_errors=True)
     ABANDONED.clear()
@@ -257,13 +258,17 @@ def _one_config(box, capsys, seen, text, first, raw, report, concurrent):
             keep |= damage(res, what)
     before = {p: p.read_bytes() if p.is_file() else None for p in keep}
     if raw is None:  # again, onto the damaged directory (with another sweep, at times)
-        other = subprocess.Popen([sys.executable, "-m", "stratus.app.cli", *args],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True) if concurrent else None
-        code, out, err = _cli(capsys, args)
-        seen.append(code)
+        # the spawner lock only while a second sweep runs: the whole fuzz under it kept
+        # the other xdist worker's process tests waiting for ten seconds and more
+        with spawner_lock() if concurrent else contextlib.nullcontext():
+            other = subprocess.Popen([sys.executable, "-m", "stratus.app.cli", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True) if concurrent else None
+            code, out, err = _cli(capsys, args)
+            seen.append(code)
+            if other is not None:
+                o_out, o_err = other.communicate(timeout=120)
         if other is not None:
-            o_out, o_err = other.communicate(timeout=120)
             assert other.returncode in (0, 1, 2) and "Traceback" not in o_err, o_err
             if code in (0, 1) and other.returncode in (0, 1):  # the cells ran once in all
                 a, b = json.loads(out), json.loads(o_out)
@@ -287,14 +292,13 @@ def _one_config(box, capsys, seen, text, first, raw, report, concurrent):
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_spawner_at_a_time")  # now and then a second sweep
-def test_random_configs_and_damaged_results_end_cleanly(box, capsys):
+def test_random_configs_and_damaged_results_end_cleanly(box, capsys, spawner_lock):
     """Every config and damaged directory ends cleanly, and the sweeps reach both outcomes
     (finished and refused)."""
     from collections import Counter
 
     seen: list[int] = []
-    _one_config(box, capsys, seen)
+    _one_config(box, capsys, spawner_lock, seen)
     with capsys.disabled():
         print(f"\nsweep fuzz: exit codes {dict(Counter(seen))}")
     assert {0, 2} <= set(seen), seen

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_estimator, make_scheduler
@@ -83,6 +83,7 @@ def test_lower_bound_follows_price_steps():
 
 
 @pytest.mark.slow
+@settings(max_examples=50)  # two replays and their integer bounds each, new every run
 @given(st.lists(st.tuples(st.floats(0, 1000), st.floats(1, 1000), st.sampled_from([0.5, 1, 2, 4]),
                           st.sampled_from([0.5, 2, 8, 16])), min_size=1, max_size=15))
 def test_lower_bound_never_exceeds_a_replays_bill(rows):

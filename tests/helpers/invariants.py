@@ -158,20 +158,27 @@ def savings_plan_per_second(res, prices: PriceBook | None = None) -> dict[str, f
     rate, d = s["savings_plan_usd_per_hour"], s["savings_plan_discount"]
     start, end = a["horizon"]
     n = max(1, math.ceil((end - start) / 3600.0 - 1e-12))
-    usage = [0.0] * n
+    usage = np.zeros(n)
     for inst in a["instances"].values():
         if inst.market != "on-demand":
             continue
         series = prices.series(inst.itype.name, "on-demand")
         t0, t1 = inst.requested_at, inst.released_at
-        j = math.floor(t0 - start)  # second j of the plan is [start + j, start + j + 1)
-        while start + j < t1:
-            lo, hi = max(start + j, t0), min(start + j + 1, t1)
-            if hi > lo:
-                usage[min(j // 3600, n - 1)] += float(series.at(lo)) * (hi - lo) / 3600.0
-            j += 1
+        # one element per second j of the plan, [start + j, start + j + 1), from the one
+        # holding t0 to the last that begins before t1 (numpy for the seconds' loop: an
+        # instance lives for hours; each second's arithmetic as it would be in Python)
+        j0 = math.floor(t0 - start)
+        j = np.arange(j0, max(j0, math.ceil(t1 - start)) + 1, dtype=np.int64)
+        j = j[start + j < t1]
+        lo, hi = np.maximum(start + j, t0), np.minimum(start + j + 1, t1)
+        keep = hi > lo
+        j, lo, hi = j[keep], lo[keep], hi[keep]
+        # the price in force at lo: PriceSeries.at (the last change at or before lo)
+        price = series.prices[np.maximum(np.searchsorted(series.times, lo, "right") - 1, 0)]
+        # each second into its clock hour, in order (np.add.at adds one by one)
+        np.add.at(usage, np.minimum(j // 3600, n - 1), price * (hi - lo) / 3600.0)
     out = dict.fromkeys(("commitment", "usage", "covered", "unused", "bill"), 0.0)
-    for h, u in enumerate(usage):
+    for h, u in enumerate(usage.tolist()):
         c = rate * max(0.0, min(3600.0, end - (start + 3600.0 * h))) / 3600.0
         cov = min(u, c / (1.0 - d))
         out["commitment"] += c
