@@ -612,6 +612,22 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         if sjf:
             heapq.heappush(queue, (ky[j], j))
 
+    def forecast_start(j: int, t: float, fc: list[float], fm: list[float], ev: list,
+                       found: list[float], clock: list[float]):
+        """The forecast's ``start(x, k)``: j's start ends it (its wait goes into
+        ``found``); another job takes its room on server k until its true finish.
+        ``clock[0]`` is the forecast's time."""
+        def start(x: int, k: int) -> bool:
+            now = clock[0]
+            if x == j:
+                found.append(now - t)
+                return True
+            fc[k] -= cp[x]
+            fm[k] -= mm[x]
+            heapq.heappush(ev, (now + rt[x], 0, x, k))
+            return False
+        return start
+
     def predict_wait(j: int, t: float, horizon: float | None = None) -> float:
         """The oracle: simulate the pool forward with true runtimes until j would start
         (SWW, 000 §4.1), at most ``horizon`` (default b) ahead: inf beyond it. j must fit
@@ -623,18 +639,9 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             return predict_grown(j, t, limit, fc, fm, ev)
         q = [x[1] for x in sorted(queue) if x[1] in waiting] if sjf else fifo.jobs()
         q.append(j)
-        now = t
-        found = []
-
-        def start(x: int, k: int) -> bool:
-            if x == j:
-                found.append(now - t)
-                return True
-            fc[k] -= cp[x]
-            fm[k] -= mm[x]
-            heapq.heappush(ev, (now + rt[x], 0, x, k))
-            return False
-
+        found: list[float] = []
+        clock = [t]
+        start = forecast_start(j, t, fc, fm, ev, found, clock)
         while True:
             # start what can start now, in order (head only unless work-conserving)
             rest = one_pass(q, fc, fm, start)
@@ -643,7 +650,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             q = rest
             if not ev or ev[0][0] - t > limit:
                 return math.inf
-            now = ev[0][0]
+            now = clock[0] = ev[0][0]
             while ev and ev[0][0] <= now:
                 _, kind, x, k = heapq.heappop(ev)
                 if kind == 0:  # a finish (departures and re-queues change no server)
@@ -655,7 +662,6 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         """``predict_wait`` for an FCFS work-conserving queue, each pass over the servers
         that grew alone (``grown``): no queued job fits any server now (the last drain),
         nor j, so the first pass would start nothing."""
-        now = t
         long = len(waiting) >= _FEW
         if long:  # as rows, j's the last
             rows = fifo.rows()
@@ -667,16 +673,9 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         else:
             q = fifo.jobs() + [j]
             floor = (min(cp[x] for x in q), min(mm[x] for x in q))
-        found = []
-
-        def start_job(x: int, k: int) -> bool:
-            if x == j:
-                found.append(now - t)
-                return True
-            fc[k] -= cp[x]
-            fm[k] -= mm[x]
-            heapq.heappush(ev, (now + rt[x], 0, x, k))
-            return False
+        found: list[float] = []
+        clock = [t]
+        start_job = forecast_start(j, t, fc, fm, ev, found, clock)
 
         def start_row(r: int, k: int) -> bool:
             live[r] = False
@@ -685,7 +684,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         while True:
             if not ev or ev[0][0] - t > limit:
                 return math.inf
-            now = ev[0][0]
+            now = clock[0] = ev[0][0]
             grew = set()
             while ev and ev[0][0] <= now:
                 _, kind, x, k = heapq.heappop(ev)
