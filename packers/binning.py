@@ -146,11 +146,10 @@ class BinIndex:
         self.entries = entries
         bins: dict[int, _Bin] = {}
         self.bins = bins
-        self.fast = fast = dims == 2 and not general
+        fast = dims == 2 and not general
         self._heap: list[tuple[float, int, int]] = []  # (until, stamp, iid): form ends
         self._stamp = 0
         self.touched: set[int] = set()  # ids changed by this tick's tentative placements
-        self._out: set[int] = set()  # ids dropped while live (cordoned)
         old = reuse or {}
         insts = list(instances)
         forms = _forms(view, insts)
@@ -187,10 +186,7 @@ class BinIndex:
                 bn = bins[b] = _Bin(dims)
             bn.by_key[kind].append((e.key, iid))
             bn.by_avail.append((-avail[0], -avail[1], iid))
-            bound = bn.bound
-            for d, f in enumerate(free):
-                if f > bound[d]:
-                    bound[d] = f
+            _raise(bn.bound, free)
         for bn in bins.values():
             for lst in bn.by_key:
                 lst.sort()
@@ -227,10 +223,6 @@ class BinIndex:
         for iid in cordoned:  # cordoned since (a part's own plan.cordon reached discard)
             if iid in entries:
                 self.discard(iid)
-        if self._out:  # dropped: back if the cordon was lifted (and the instance lives)
-            back = self._out - cordoned
-            self._out &= cordoned
-            todo |= back
         if todo:
             live = []
             for iid in todo:
@@ -238,14 +230,12 @@ class BinIndex:
                     inst = view.instance(iid)
                 except KeyError:  # released
                     inst = None
-                if inst is None or iid in cordoned:
+                if inst is None or iid in cordoned:  # a cordon lasts as long as the instance
                     self.discard(iid)
-                    if inst is None:
-                        self._out.discard(iid)
                 else:
                     live.append(inst)
             for inst, form in zip(live, _forms(view, live)):
-                self._refresh(inst, inst.free, form)
+                self._refresh(inst, form)
         self._cross(now)
         for iid, free in plan.changed_free().items():  # earlier parts of this plan
             e = entries.get(iid)
@@ -260,20 +250,21 @@ class BinIndex:
             if b.shrunk:
                 b.stale, b.shrunk = True, False
 
-    def _refresh(self, inst: Instance, free, form: tuple) -> None:
+    def _refresh(self, inst: Instance, form: tuple) -> None:
+        """Read ``inst`` afresh (in ``sync``: no bin has its ``by_rem`` yet; failures and
+        bounds are seen to after)."""
         until = form[4]
         form = form[:4]
+        free = inst.free
         x = remaining_at(*form, self.now) / self.unit_s
         b = frexp(x)[1] if x >= 1.0 else 0
-        e = self.entries.get(inst.iid)
-        if e is None or e.inst is not inst:
-            if e is not None:
-                self._remove(e)
+        e = self.entries.get(inst.iid)  # (instance ids are never reused in a replay)
+        if e is None:
             e = self.entries[inst.iid] = _Entry(inst, free, form, b,
                                                 availability(free, self.ref),
                                                 inst.state == READY)
             self._insert(e)
-        elif b != e.bin or self.bins[b].by_rem is not None:
+        elif b != e.bin:
             self._remove(e)
             e.set_form(form)
             e.free, e.bin = free, b
@@ -282,7 +273,7 @@ class BinIndex:
         else:  # the same bin: only the lists whose order changed (most refreshes)
             e.ready = inst.state == READY
             bn = self.bins[b]
-            if form != (e.kind, e.a, e.d, e.s):  # (no by_rem: made after the syncs)
+            if form != (e.kind, e.a, e.d, e.s):
                 lst = bn.by_key[e.kind]
                 del lst[bisect_left(lst, (e.key, e.iid))]
                 e.set_form(form)
@@ -290,20 +281,11 @@ class BinIndex:
             if free != e.free:
                 lst = bn.by_avail
                 del lst[bisect_left(lst, (-e.avail[0], -e.avail[1], e.iid))]
-                bound = bn.bound
-                if not bn.shrunk:
-                    for f, u in zip(e.free, bound):
-                        if f >= u:  # it may have held the bound
-                            bn.shrunk = True
-                            break
+                _may_shrink(bn, e.free)
                 e.free = free
                 e.avail = avail = availability(free, self.ref)
                 insort(lst, (-avail[0], -avail[1], e.iid))
-                for d, f in enumerate(free):
-                    if f > bound[d]:
-                        bound[d] = f
-                bn.fails.clear()  # it may have gained room
-                bn.job_fails.clear()
+                _raise(bn.bound, free)
         self._stamp += 1
         e.stamp = self._stamp
         if until < _INF:
@@ -359,10 +341,7 @@ class BinIndex:
                 if e.avail[0] >= level:
                     insort(lst, k)
         insort(b.by_avail, (-e.avail[0], -e.avail[1], e.iid))
-        bound = b.bound
-        for d, f in enumerate(e.free):
-            if f > bound[d]:
-                bound[d] = f
+        _raise(b.bound, e.free)
 
     def _remove(self, e: _Entry) -> None:
         b = self.bins[e.bin]
@@ -380,11 +359,8 @@ class BinIndex:
         if not b.by_avail:
             del self.bins[e.bin]
             del self._bin_ids[bisect_left(self._bin_ids, e.bin)]
-        elif not b.shrunk:
-            for f, u in zip(e.free, b.bound):
-                if f >= u:  # it may have held the bound
-                    b.shrunk = True
-                    break
+        else:
+            _may_shrink(b, e.free)
 
     def take(self, e: _Entry, req: Sequence[int], rem: float) -> None:
         """Record that a task of request ``req`` and remaining runtime ``rem`` went on ``e``:
@@ -423,13 +399,12 @@ class BinIndex:
         self._insert(e, shrunk=True)
 
     def discard(self, iid: int) -> None:
-        """Drop instance ``iid`` (cordoned, or gone); ``sync`` takes it back if a cordon
-        is lifted while it lives."""
+        """Drop instance ``iid`` (cordoned, or gone): for good, as a cordon lasts until the
+        instance is gone (``Plan``)."""
         e = self.entries.pop(iid, None)
         if e is not None:
             self._remove(e)
             self.touched.discard(iid)
-            self._out.add(iid)
 
     def _tight(self, b: _Bin) -> list[int]:
         """The bin's bound, made exact if this tick has not yet done so."""
@@ -573,6 +548,23 @@ class BinIndex:
             else:
                 return e
         return None
+
+
+def _raise(bound: list[int], free) -> None:
+    """A bin's bound after an instance with ``free`` joined it."""
+    for d, f in enumerate(free):
+        if f > bound[d]:
+            bound[d] = f
+
+
+def _may_shrink(b: _Bin, free) -> None:
+    """An instance that had ``free`` in ``b`` lost room or left: if it may have held the
+    bin's bound, the next tick's first search makes the bound exact again."""
+    if not b.shrunk:
+        for f, u in zip(free, b.bound):
+            if f >= u:
+                b.shrunk = True
+                break
 
 
 _MAX_FAILS = 8

@@ -56,7 +56,6 @@ class InstanceClearing(Part):
         self._tick = 0
         self._since: dict[int, int] = {}  # iid -> the tick from which it has been low
         self._last: Plan | None = None  # last tick's plan: what it changed was tentative
-        self._out: set[int] = set()  # low but cordoned: looked at again if a cordon lifts
 
     def stats(self) -> dict:
         return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
@@ -79,7 +78,7 @@ class InstanceClearing(Part):
             self._view = view
             watch = getattr(view, "watch_instances", None)
             self._changed = watch() if watch is not None else None
-            self._tick, self._since, self._last, self._out = 0, {}, None, set()
+            self._tick, self._since, self._last = 0, {}, None
         cands = self._scan(view, plan) if self._changed is None else self._watched(view, plan)
         if not cands:
             return
@@ -135,9 +134,6 @@ class InstanceClearing(Part):
             todo.update(self._last.touched())
         self._changed.clear()
         self._last = plan
-        if self._out:
-            todo |= self._out - cordoned
-            self._out &= cordoned
         thr = self.threshold
         pfree = plan.free
         for iid in todo:
@@ -146,10 +142,9 @@ class InstanceClearing(Part):
             except KeyError:  # gone
                 since.pop(iid, None)
                 continue
+            # (a cordon lasts until the instance is gone: it is never a candidate again)
             if inst.state != READY or inst.market == RESERVED or iid in cordoned:
                 since.pop(iid, None)
-                if iid in cordoned:
-                    self._out.add(iid)
                 continue
             for c, f in zip(inst.itype.capacity, pfree(inst)):
                 if (c - f) >= thr * c:
@@ -163,7 +158,6 @@ class InstanceClearing(Part):
         for iid, t0 in list(since.items()):
             if iid in cordoned:  # cordoned by a part since it was looked at
                 del since[iid]
-                self._out.add(iid)
             elif t0 <= first:
                 cands.append(view.instance(iid))
         return cands

@@ -122,8 +122,7 @@ class Cloud:
         inst = Instance(next(self._iid), itype, market, bid, t)
         inst.keep = inst.was_kept = keep
         self.alive[inst.iid] = inst
-        for w in self.watchers:
-            w.add(inst.iid)
+        self.changed(inst)
         if self.od_live is not None and market == ON_DEMAND:
             self.od_live[itype.name] = self.od_live.get(itype.name, 0) + 1
         self.kernel.schedule(t + self._spinup(), EV_READY, inst)
@@ -144,8 +143,7 @@ class Cloud:
         inst._used_since = t
         self.alive[inst.iid] = inst
         self.reserved[inst.iid] = inst
-        for w in self.watchers:
-            w.add(inst.iid)
+        self.changed(inst)
         return inst
 
     def watch(self) -> set[int]:
@@ -182,8 +180,7 @@ class Cloud:
         inst.state = READY
         inst.ready_at = t
         inst._used_since = t
-        for w in self.watchers:
-            w.add(inst.iid)
+        self.changed(inst)
         if self.crash_mean_s:  # Poisson crashes from the moment it is up (memoryless)
             self.kernel.schedule(t + self._frng.exponential(self.crash_mean_s), EV_CRASH,
                                  inst.iid)
@@ -194,8 +191,7 @@ class Cloud:
         inst.state = RELEASED
         inst.released_at = t
         del self.alive[inst.iid]
-        for w in self.watchers:
-            w.add(inst.iid)
+        self.changed(inst)
         if self.od_live is not None and inst.market == ON_DEMAND:
             self.od_live[inst.itype.name] -= 1
         inst.cost = self.prices.cost(inst.itype.name, inst.market, inst.requested_at, t)

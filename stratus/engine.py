@@ -259,8 +259,7 @@ class Engine:
         inst._tasks[task.tid] = task
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
-        for w in self.cloud.watchers:
-            w.add(inst.iid)
+        self.cloud.changed(inst)
         gate = self.gate
         if gate is not None and inst.market == RESERVED:
             gate.sync(inst)
@@ -276,8 +275,7 @@ class Engine:
         acct.touch(inst, t)
         del inst._tasks[task.tid]
         inst.free = tuple(map(add, inst.free, task.req))
-        for w in self.cloud.watchers:
-            w.add(inst.iid)
+        self.cloud.changed(inst)
         if self.gate is not None and inst.market == RESERVED:
             self.gate.sync(inst, grew=True)
         if task.anti_affinity:
