@@ -220,14 +220,24 @@ class Cloud:
             f = self.faults
             refused = f.ice_prob > 0 and self._frng.random() < f.ice_prob
             if refused:
-                self.ice_shortages += 1
-                if f.ice_window_s:
-                    self.known_unavailable[name] = t + f.ice_window_s
+                self.shortage(name, t, f.ice_window_s)
         self._calls[key] = (t, refused)
         if refused:
-            self.ice_failures += 1
-            self.failed_requests.append((t, name, market))
+            self.refused(name, market, t)
         return refused
+
+    def shortage(self, name: str, t: float, window_s: float) -> None:
+        """A shortage of type ``name`` starts at ``t``: requests for it are refused for
+        ``window_s`` seconds (0: only the one that found it), and the policies know it."""
+        self.ice_shortages += 1
+        if window_s:
+            self.known_unavailable[name] = t + window_s
+
+    def refused(self, name: str, market: str, t: float) -> None:
+        """Book a request for ``name`` in ``market`` refused at ``t`` for insufficient
+        capacity."""
+        self.ice_failures += 1
+        self.failed_requests.append((t, name, market))
 
     def shortage_forever(self) -> bool:
         """Every request fails (ice:1), one has, and nothing is live (a refused request

@@ -37,6 +37,7 @@ from stratus.accounting import Accounting
 from stratus.apply import DecisionApplier
 from stratus.base.errors import ConfigError, StratusError
 from stratus.cloud import SPOT_WARNING_S, Cloud
+from stratus.decisions import Decisions
 from stratus.estimators import Estimator, OracleEstimator
 from stratus.events import (
     EV_ARRIVE,
@@ -234,6 +235,7 @@ class Engine:
             k.on(EV_DEPART, lambda tid, _b, t: gate.timeout(tid, t))
             k.on(EV_DRAIN, lambda _a, _b, t: gate.drain(t))
         self.ticks = 0
+        self.on_decisions: Callable[[float, Decisions], None] | None = None
         self.start_s: float | None = None  # the replay's start (first tick, or first arrival
         # under a waiting policy): origin of the savings plan's hours
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
@@ -519,6 +521,19 @@ class Engine:
         nxt = self.work.submit_list[book.next_arrival]
         return max(math.ceil(nxt / tick - 1e-9) * tick, (math.floor(t / tick + 1e-9) + 1) * tick)
 
+    def decide(self) -> Decisions | None:
+        """One decision of the policy at a tick: it decides on the view, with instances and
+        tasks read-only meanwhile; its decisions are checked and applied. The live loop
+        (stratus.live) calls this too, on a state it keeps from what it observes.
+        ``on_decisions(t, dec)``, when set, sees each non-empty batch before it is applied."""
+        with sealed():
+            dec = self.scheduler.schedule(self.view)
+        if dec:
+            if self.on_decisions is not None:
+                self.on_decisions(self.kernel.now, dec)
+            self.applier.apply(dec)
+        return dec
+
     def _on_tick(self, _a, _b, t: float) -> None:
         """Arrivals join the pending queue, the policy decides on the view (instances and
         tasks read-only meanwhile), its decisions are applied; then the guards."""
@@ -527,10 +542,7 @@ class Engine:
             book.arrive(t, self.estimator)
         self.ticks += 1
         if book.pending or cloud.busy():
-            with sealed():
-                dec = self.scheduler.schedule(self.view)
-            if dec:
-                self.applier.apply(dec)
+            self.decide()
         if book.n_done == n and all(not i._tasks for i in cloud.alive.values()):
             self.kernel.stop()
             return
