@@ -73,7 +73,8 @@ class Ec2Capacity:
         self.queue_url = queue_url
         self.subnet_id = subnet_id
         self.launch_template = launch_template
-        cfg = Config(retries={"mode": "standard", "max_attempts": max_attempts},
+        # total_max_attempts counts the first call (botocore's max_attempts does not)
+        cfg = Config(retries={"mode": "standard", "total_max_attempts": max_attempts},
                      connect_timeout=5, read_timeout=20)
         self.ec2 = boto3.client("ec2", config=cfg, **client_kw)
         self.sqs = boto3.client("sqs", config=cfg, **client_kw) if queue_url else None

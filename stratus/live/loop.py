@@ -101,6 +101,7 @@ class LoopStats:
     orphans_terminated: int = 0
     adopted_instances: int = 0
     adopted_tasks: int = 0
+    warnings: int = 0  # spot interruption warnings read
     errors: list[str] = field(default_factory=list)
 
 
@@ -171,8 +172,6 @@ class LiveLoop:
             reset = getattr(self.scheduler, "reset", None)
             if reset is not None:
                 reset()
-            if self._adopt:
-                self._take_over()
         tick = self._tick_s
         while True:
             # ticks fall on whole multiples of the tick, as the engine's
@@ -199,6 +198,9 @@ class LiveLoop:
         self.stats.wakeups += 1
         self._flush()
         try:
+            if self._adopt:  # the first look: take over what is there (a restart)
+                self._take_over()
+                self._adopt = False
             pods, nodes = self.work.observe()
             cloud = warns = None
             if tick and self.capacity is not None and not self.shadow:
@@ -291,6 +293,7 @@ class LiveLoop:
         for ext, when in warns:
             iid = self.by_ext.get(ext)
             inst = m.cloud.alive.get(iid) if iid is not None else None
+            self.stats.warnings += 1
             if inst is not None and inst.revoke_at is None:
                 inst.revoke_at = seconds(self.clock, when) + SPOT_WARNING_S
         if described is not None:

@@ -175,3 +175,88 @@ def aws_kw(url: str) -> dict:
     """boto3 client arguments for moto at ``url``."""
     return dict(endpoint_url=url, region_name="us-east-1", aws_access_key_id="testing",
                 aws_secret_access_key="testing")
+
+
+class FaultProxy:
+    """An HTTP proxy on 127.0.0.1 in front of moto that answers chosen EC2 calls with the
+    errors EC2 returns (throttling, 5xx, insufficient capacity) and forwards the rest.
+    ``fail(action, status, code, times, itype)``: the next ``times`` calls of ``action``
+    (for instance type ``itype``, if given) get that error."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.server
+        from urllib.parse import urlsplit
+
+        self.upstream = urlsplit(upstream)
+        self.rules: list[list] = []
+        self.failed: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n)
+                err = proxy._match(body)
+                if err is not None:
+                    status, code = err
+                    xml = (f'<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error>'
+                           f'<Code>{code}</Code><Message>injected {code}</Message></Error>'
+                           f'</Errors><RequestID>injected</RequestID></Response>').encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "text/xml")
+                    self.send_header("Content-Length", str(len(xml)))
+                    self.end_headers()
+                    self.wfile.write(xml)
+                    return
+                import http.client
+
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port,
+                                                  timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                conn.request("POST", self.path, body, headers)
+                r = conn.getresponse()
+                data = r.read()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def fail(self, action: str, status: int, code: str, times: int,
+             itype: str | None = None) -> None:
+        with self._lock:
+            self.rules.append([action, itype, times, status, code])
+
+    def _match(self, body: bytes):
+        from urllib.parse import parse_qs
+
+        try:
+            form = parse_qs(body.decode())
+        except UnicodeDecodeError:
+            return None
+        action = (form.get("Action") or [""])[0]
+        itype = (form.get("InstanceType") or [""])[0]
+        with self._lock:
+            for rule in self.rules:
+                if rule[0] == action and rule[2] > 0 and rule[1] in (None, itype):
+                    rule[2] -= 1
+                    self.failed.append((action, rule[4]))
+                    return rule[3], rule[4]
+        return None
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)

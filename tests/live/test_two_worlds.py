@@ -28,32 +28,11 @@ def ledger_rows(ledger):
              ledger.released[k]) for k in range(len(ledger))]
 
 
-def live_run(trace, name: str, moto_url: str, kmock_url: str, **world_kw):
-    import boto3
+def live_run(trace, name: str, moto_url: str, kmock_url: str):
+    from tests.live.harness import finish, start
 
-    from stratus.app.registry import make_scheduler
-    from stratus.live.clock import ManualClock
-    from stratus.live.ec2 import Ec2Capacity
-    from stratus.live.kube import KubeWork
-    from stratus.live.loop import LiveLoop
-    from tests.live.servers import aws_kw, make_api
-    from tests.live.world import SimWorld
-
-    cluster = f"tw-{name}-{id(trace)}"
-    ns = cluster
-    capacity = Ec2Capacity(cluster, "ami-12345678", **aws_kw(moto_url))
-    core = make_api(kmock_url)
-    work = KubeWork(core.api_client, namespace=ns)
-    world = SimWorld(trace, boto3.client("ec2", **aws_kw(moto_url)),
-                     boto3.client("events", **aws_kw(moto_url)), core, None, cluster,
-                     namespace=ns, calls=lambda: (capacity.changes, work.changes), kmock=kmock_url,
-                     **world_kw)
-    clock = ManualClock(world=world)
-    world.clock = clock
-    loop = LiveLoop(make_scheduler(name), two_world_cfg(), work, capacity, clock)
-    loop.run(until=6 * 3600.0,
-             stop=lambda: world.finished() and not loop.mirror.cloud.busy())
-    return loop, world, capacity
+    run = finish(start(trace, name, moto_url, kmock_url, cluster=f"tw-{name}"))
+    return run.loop, run.world, run.capacity
 
 
 @pytest.mark.parametrize("name", ["stratus", "fleet", "karpenter"])

@@ -56,7 +56,8 @@ class SimWorld:
 
     def __init__(self, trace, ec2, events, core, clock_ref, cluster: str,
                  spinup_s: float = 60.0, migration_mbps: float = 536.870912,
-                 namespace: str = "default", interrupt=(), calls=None, kmock=None) -> None:
+                 namespace: str = "default", interrupt=(), not_ready=(), vanish=(),
+                 calls=None, kmock=None) -> None:
         self.ec2, self.events, self.core = ec2, events, core
         self.kmock = kmock  # the server's handle (tests.live.servers.KmockURL), to read its store
         self.clock = clock_ref
@@ -91,6 +92,14 @@ class SimWorld:
                 body["metadata"]["annotations"][ANTI_AFFINITY] = "true"
             self._push(float(f["submit_s"].iat[row]), "submit", body)
         self.interrupt = sorted(interrupt, key=lambda x: x[1])
+        for when in not_ready:  # then the node running the most pods goes NotReady
+            self._push(when, "notready", None)
+        self.not_ready_nodes: list[str] = []  # instance ids
+        for when, name in vanish:  # (time, pod name): someone deletes the pod then
+            self._push(when, "vanish", name)
+        self.vanished: set[str] = set()
+        self.dead: set[str] = set()  # nodes whose kubelet is gone (NotReady)
+        self.done_keys: set[str] = set()  # tasks ended (succeeded, or their pod deleted)
         self.launches: list[str] = []  # instance ids in the order the world saw them
         self.launched: dict[str, dict] = {}  # id -> what EC2 said
         self.nodes: dict[str, str] = {}  # instance id -> node name, while registered
@@ -216,11 +225,13 @@ class SimWorld:
                 self._start(p, t)
 
     def _start(self, p, t: float) -> None:
+        if p.node in self.dead:
+            return
         self._status(p.name, {"phase": "Running", "startTime": iso(self.clock, t)})
         self.running[p.name] = t
-        left = self.runtime[p.annotations.get(TASK_KEY) or f"{self.ns}/{p.name}"]
-        self._push(t + left - float(p.annotations.get(CHECKPOINT, 0.0)), "finish",
-                   (p.name, t))
+        key = p.annotations.get(TASK_KEY) or f"{self.ns}/{p.name}"
+        self._push(t + self.runtime[key] - float(p.annotations.get(CHECKPOINT, 0.0)),
+                   "finish", (p.name, t, key, p.node))
 
     def _exists(self, name: str) -> bool:
         from kubernetes.client.exceptions import ApiException
@@ -239,11 +250,12 @@ class SimWorld:
             self._start(p, t)
 
     def _on_finish(self, arg, t: float) -> None:
-        name, started = arg
-        if self.running.get(name) != started or not self._exists(name):
-            return  # deleted (moved or sent back) before it ended
+        name, started, key, node = arg
+        if self.running.get(name) != started or node in self.dead or not self._exists(name):
+            return  # deleted (moved or sent back) before it ended, or its node is dead
         del self.running[name]
         self.done.add(name)
+        self.done_keys.add(key)
         at = iso(self.clock, t)
         self._status(name, {"phase": "Succeeded", "containerStatuses": [
             {"name": "task", "state": {"terminated": {"exitCode": 0, "finishedAt": at}}}]})
@@ -270,8 +282,39 @@ class SimWorld:
         if name is not None:
             self.core.delete_node(name, _preload_content=False)
 
+    def _on_notready(self, _arg, t: float) -> None:
+        on: dict[str, int] = {}
+        for p in self._all_pods():
+            if p.phase == "Running" and p.node in self.nodes.values():
+                on[p.node] = on.get(p.node, 0) + 1
+        if not on:
+            return
+        name = max(on, key=lambda n: (on[n], n))
+        self.dead.add(name)
+        self.not_ready_nodes.append(next(e for e, n in self.nodes.items() if n == name))
+        self.core.patch_node_status(name, {"status": {"conditions": [
+            {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+             "lastTransitionTime": iso(self.clock, t)}]}}, _preload_content=False)
+
+    def _all_pods(self) -> list:
+        ns = self.ns
+        return [pod_of(d) for d in self.kmock.call(
+            lambda: [copy.deepcopy(dict(o)) for k, o in self.kmock.emulator.objects.items()
+                     if k[0] == PODS and k[1] == ns and not o.deleted])]
+
+    def _on_vanish(self, name: str, t: float) -> None:
+        """Someone deletes the pod that is task ``name`` now (its first pod or one the
+        loop made for it)."""
+        key = f"{self.ns}/{name}"
+        for p in self._all_pods():
+            if p.key == key and p.phase in ("Pending", "Running"):
+                self.core.delete_namespaced_pod(p.name, self.ns, _preload_content=False)
+                self.running.pop(p.name, None)
+                self.vanished.add(name)
+                self.done_keys.add(key)
+
     def finished(self) -> bool:
-        return len(self.done) == len(self.runtime) and not self._heap_has("submit")
+        return len(self.done_keys) == len(self.runtime) and not self._heap_has("submit")
 
     def _heap_has(self, what: str) -> bool:
         return any(e[2] == what for e in self._heap)
