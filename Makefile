@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 venv: $(STAMP)
 
-EXTRAS := .[dev,plot,solver,data,ml,dist,browser]
+EXTRAS := .[dev,plot,solver,data,ml,dist,browser,live]
 
 # uv installs the same packages from the same index in half pip's time (docs/decisions.md,
 # "Bootstrap with uv"); bytecode is compiled up front because every test process would

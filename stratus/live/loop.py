@@ -166,7 +166,7 @@ class LiveLoop:
         says so after a tick (at least one must be given)."""
         if until is None and ticks is None and stop is None:
             raise ConfigError("LiveLoop.run needs until, ticks or stop")
-        start = self.stats.ticks
+        done = 0  # ticks run here, skipped ones included: a run of N ticks ends
         if not self._started:
             self._started = True
             reset = getattr(self.scheduler, "reset", None)
@@ -186,7 +186,8 @@ class LiveLoop:
                 self.wake(False)
             self.wake(True)
             self._last_tick = nxt
-            if ticks is not None and self.stats.ticks - start >= ticks:
+            done += 1
+            if ticks is not None and done >= ticks:
                 return
             if stop is not None and stop():
                 return

@@ -3,6 +3,7 @@ excerpt, and the configuration both worlds share."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -25,8 +26,9 @@ def moto_url():
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def kmock_url():
+    """A new Kubernetes API per test: kmock lists by scanning every object it holds."""
     from tests.live.servers import install_pod_binding, kmock_server
 
     with kmock_server(install_pod_binding) as url:
@@ -35,7 +37,7 @@ def kmock_url():
 
 def two_world_cfg(**kw):
     """Whole seconds everywhere, so that Kubernetes timestamps carry the times exactly: a
-    fixed 60-s spin-up, and a migration rate of 2^29 bit/s (a transfer takes 1/64 s per MiB,
+    fixed 45-s spin-up (instances come up between ticks), and a migration rate of 2^29 bit/s (a transfer takes 1/64 s per MiB,
     memory requests are multiples of 64 MiB). Spot prices are constant (moto has none that
     move): 0.3 x on-demand."""
     from stratus.engine import ReplayConfig
@@ -45,24 +47,34 @@ def two_world_cfg(**kw):
     book = PriceBook.on_demand(M4).with_series(
         {(t.name, SPOT): PriceSeries.constant(0.3 * t.ondemand_hourly) for t in M4},
         name="m4 spot at 0.3x")
-    base = dict(tick_s=60.0, spinup_s=(60.0, 60.0), migration_mbps=536.870912, seed=1,
+    base = dict(tick_s=60.0, spinup_s=(45.0, 45.0), migration_mbps=536.870912, seed=1,
                 market=SPOT, prices=book)
     base.update(kw)
     return ReplayConfig(**base)
 
 
-def small_trace(n: int = 240, seed: int = 5):
+@functools.cache
+def _excerpt_frame():
+    import stratus
+
+    return stratus.load_trace(str(EXCERPT), format="google2011").frame
+
+
+def _excerpt():
+    if not EXCERPT.exists():
+        pytest.skip("tests/data/google2011-excerpt is not in this checkout")
+    return _excerpt_frame().copy()
+
+
+def small_trace(n: int = 200, seed: int = 5):
     """``n`` tasks of the Google 2011 excerpt (tests/data), their shapes kept, in whole
     seconds: submits within 20 minutes, runtimes clipped to 30 s .. 25 min, memory rounded
     up to 64 MiB."""
     import numpy as np
 
-    import stratus
     from stratus.traces.schema import Trace
 
-    if not EXCERPT.exists():
-        pytest.skip("tests/data/google2011-excerpt is not in this checkout")
-    f = stratus.load_trace(str(EXCERPT), format="google2011").frame
+    f = _excerpt()
     rows = np.sort(np.random.default_rng(seed).choice(len(f), size=n, replace=False))
     f = f.iloc[rows].copy()
     f["submit_s"] = np.floor(f["submit_s"] - f["submit_s"].min())

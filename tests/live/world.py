@@ -41,6 +41,7 @@ from stratus.live.kube import (
 from tests.live.servers import PODS
 
 _RESTORE = re.compile(r"-m[0-9]+$")
+WAKE = frozenset({"node", "notready", "reclaim"})  # events the loop looks at when they happen
 
 
 def iso(clock, t: float) -> str:
@@ -55,7 +56,7 @@ class SimWorld:
     that each is read only after the loop changed it."""
 
     def __init__(self, trace, ec2, events, core, clock_ref, cluster: str,
-                 spinup_s: float = 60.0, migration_mbps: float = 536.870912,
+                 spinup_s: float = 45.0, migration_mbps: float = 536.870912,
                  namespace: str = "default", interrupt=(), not_ready=(), vanish=(),
                  calls=None, kmock=None) -> None:
         self.ec2, self.events, self.core = ec2, events, core
@@ -174,12 +175,17 @@ class SimWorld:
             self._reclaimed(ext)
 
     def next_event(self, t: float) -> float:
-        return self._heap[0][0] if self._heap else math.inf
+        """The next time the loop must look: a node comes up (tasks whose migration
+        waited for it move then), goes NotReady, or is reclaimed. Other changes (a pod
+        submitted, started, finished) carry their times in the objects, and the loop
+        reads them at its next look, as a loop that polls does."""
+        return min((e[0] for e in self._heap if e[2] in WAKE), default=math.inf)
 
     def fire(self, t: float) -> None:
+        """Everything that happens up to ``t``, in order, each at its own time."""
         while self._heap and self._heap[0][0] <= t:
-            _, _, what, arg = heapq.heappop(self._heap)
-            getattr(self, f"_on_{what}")(arg, t)
+            te, _, what, arg = heapq.heappop(self._heap)
+            getattr(self, f"_on_{what}")(arg, te)
 
     # --- what happens ------------------------------------------------------------------
     def _on_submit(self, body: dict, t: float) -> None:

@@ -4,7 +4,7 @@ then prints exactly one JSON document on stdout; progress and logs go to stderr.
 Each command group is a module here that maps argv to a spec (stratus.app.spec), calls the
 Python API (stratus.app.api) and prints: replays (replay, compare, sensitivity, estimate),
 waiting (analyze, waiting simulate, advise), batch (sweep, report), info (schedulers,
-catalogs, traces), share (share), qos (qos run, qos sweep)."""
+catalogs, traces), share (share), qos (qos run, qos sweep), live (live)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import functools
 import os
 import sys
 
-from stratus.app.cli import batch, info, qos, replays, share, waiting
+from stratus.app.cli import batch, info, live, qos, replays, share, waiting
 from stratus.app.cli.common import Parser
 from stratus.base.errors import StratusError
 
-GROUPS = (replays, waiting, share, qos, batch, info)
+GROUPS = (replays, waiting, share, qos, batch, info, live)
 COMMANDS = {name: cmd for g in GROUPS for name, cmd in g.COMMANDS.items()}
 EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 2, 70, 130
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="stratus", description=" ".join(__doc__.split("\n\n")[0].split()),
                 epilog="--debug anywhere on the line: show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for g in (replays, waiting, share, qos, batch, info):
+    for g in GROUPS:
         g.add_parsers(sub)
     return ap
 

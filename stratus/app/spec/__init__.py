@@ -23,6 +23,7 @@ from stratus.app.spec.fields import (
     opt,
     text,
 )
+from stratus.app.spec.live import LiveSpec
 from stratus.app.spec.qos import QosRunSpec, QosSweepSpec, QosWorkloadOptions
 from stratus.app.spec.replay import (
     WINDOW_KEYS,
@@ -52,10 +53,10 @@ __all__ = ["CATALOG_HELP", "LABEL", "MIN_TICK_S", "Bad", "Spec", "cli_label", "f
            "SpotPrices", "WindowSpec", "slice_plan", "SHARE_SPECS", "ShareDefectSpec",
            "ShareOptions", "ShareSimulateSpec", "ShareSoloSpec", "ShareSweepSpec",
            "AdviseSpec", "AnalyzeSpec", "PoolOptions", "ServerSpec", "WaitingSpec",
-           "QosRunSpec", "QosSweepSpec", "QosWorkloadOptions", "SPECS"]
+           "QosRunSpec", "QosSweepSpec", "QosWorkloadOptions", "LiveSpec", "SPECS"]
 
 #: every command's spec, by the command's name
 SPECS: dict[str, type[Spec]] = {s.command: s for s in (
     ReplaySpec, CompareSpec, SensitivitySpec, EstimateSpec, WaitingSpec, AdviseSpec,
     CommitSpec,
-    AnalyzeSpec, *SHARE_SPECS.values(), QosRunSpec, QosSweepSpec)}
+    AnalyzeSpec, *SHARE_SPECS.values(), QosRunSpec, QosSweepSpec, LiveSpec)}
