@@ -1,5 +1,5 @@
 """``stratus live``: a scheduler against a real cluster and cloud, from a LiveSpec
-(stratus.live; docs/live.md)."""
+(stratus.live; docs/guides/live.md)."""
 
 from __future__ import annotations
 

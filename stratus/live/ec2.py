@@ -15,7 +15,7 @@ Instance Interruption Warning" events; boto3 guide "Retries"):
   ``EC2 Spot Instance Interruption Warning``, ``detail.instance-id``; the instance is
   reclaimed two minutes after it (stratus.cloud.SPOT_WARNING_S).
 Tested only against moto's server (moto 5), which has no spot price dynamics and no
-capacity limits; docs/live.md says what that leaves unchecked.
+capacity limits; docs/guides/live.md says what that leaves unchecked.
 """
 
 from __future__ import annotations

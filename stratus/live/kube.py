@@ -16,7 +16,7 @@ nodes are instances, a placement is a Binding.
   loop only carries the number.
 - Retries: ``tenacity`` retries 429, 5xx and connection errors with exponential back-off
   and jitter; what still fails is ``Unavailable`` (the loop skips what needed it).
-Tested only against kmock (docs/live.md).
+Tested only against kmock (docs/guides/live.md).
 """
 
 from __future__ import annotations

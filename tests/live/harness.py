@@ -18,7 +18,7 @@ class Run:
 
 def interruption_queue(aws: dict, name: str) -> str:
     """An SQS queue fed by an EventBridge rule for spot interruption warnings (as
-    docs/live.md sets up in a real account); its URL."""
+    docs/guides/live.md sets up in a real account); its URL."""
     import json
 
     import boto3

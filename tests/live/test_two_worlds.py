@@ -1,5 +1,5 @@
 """One trace, two worlds: the engine's replay and the live loop against moto and kmock
-give the same decisions at the same ticks, and the same instances (docs/live.md)."""
+give the same decisions at the same ticks, and the same instances (docs/guides/live.md)."""
 
 from __future__ import annotations
 

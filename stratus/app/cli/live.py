@@ -1,5 +1,5 @@
 """``stratus live``: a scheduler against a real cluster and cloud, observing (``--shadow``)
-or acting (``--apply``); docs/live.md is the runbook."""
+or acting (``--apply``); docs/guides/live.md is the runbook."""
 
 from __future__ import annotations
 

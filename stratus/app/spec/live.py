@@ -1,5 +1,5 @@
 """The spec of ``stratus live``: a scheduler against a real cluster and cloud (stratus.live;
-docs/live.md is the runbook)."""
+docs/guides/live.md is the runbook)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class LiveSpec(Spec):
     subnet: str | None = opt(None, text(optional=True), help="subnet id for launches")
     queue_url: str | None = opt(None, text(optional=True), metavar="URL",
                                 help="SQS queue of EC2 spot interruption warnings "
-                                     "(EventBridge rule; docs/live.md)")
+                                     "(EventBridge rule; docs/guides/live.md)")
     api_attempts: int = opt(5, number("an integer", 1, integer=True), metavar="N",
                             help="calls per API request before giving up (retries with "
                                  "back-off)")
