@@ -27,7 +27,8 @@ if not _os.path.isdir(_os.path.join(_here, "packers")) and all(
 
 __all__ = ["load_trace", "synthetic", "load_catalog", "catalog", "catalogs", "schedulers",
            "trace_formats", "replay", "compare", "sensitivity", "estimate", "analyze",
-           "advise", "advise_commit", "sweep", "report", "convert", "describe", "Comparison"]
+           "advise", "advise_commit", "sweep", "report", "convert", "describe", "Comparison",
+           "run_live"]
 
 
 def __getattr__(name: str):

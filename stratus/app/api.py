@@ -329,6 +329,16 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
 
 
 # --- waiting policies over reserved capacity (papers 000, 003) -------------------------------
+def run_live(*, clock=None, stop=None, **options) -> dict:
+    """``stratus live`` from Python: ``options`` are the command's (``shadow=True``,
+    ``kube_url=...``, ``namespace=...``, ``ticks=...``); returns the document ``--json``
+    prints. ``clock``: a stratus.live.clock clock (default: wall time); ``stop()``: asked
+    after each tick (docs/guides/live.md)."""
+    from stratus.app.live import run_live as run
+
+    return run(S.LiveSpec.build(options), clock, stop)
+
+
 def analyze(policy: str, lam: float, mu: float, servers, pf: float, po: float,
             **options) -> dict:
     """The queueing model of a waiting policy over ``servers`` reserved servers (or

@@ -50,9 +50,12 @@ def quantity(q: str | int | float) -> float:
     if isinstance(q, int | float):
         return float(q)
     m = _QTY.match(str(q).strip())
-    if m is None or m.group(2) not in _SUFFIX:
-        raise ValueError(f"not a Kubernetes quantity: {q!r}")
-    return float(m.group(1)) * _SUFFIX[m.group(2)]
+    try:
+        if m is None or m.group(2) not in _SUFFIX:
+            raise ValueError
+        return float(m.group(1)) * _SUFFIX[m.group(2)]
+    except ValueError:
+        raise ValueError(f"not a Kubernetes quantity: {q!r}") from None
 
 
 def parse_time(s: str | None) -> datetime | None:
@@ -134,6 +137,7 @@ class KubeWork:
         self.scheduler = scheduler
         self.calls: deque[tuple[str, str]] = deque(maxlen=1000)  # the last changes made
         self.changes = 0  # changes made
+        self.unreadable: dict[str, str] = {}  # pods that could not be read, and why
         self._retrying = self._retrier(attempts, wait_s)
 
     @staticmethod
@@ -180,7 +184,14 @@ class KubeWork:
         else:
             pods = self._list("list pods", core.list_namespaced_pod, self.namespace)
         nodes = self._list("list nodes", core.list_node)
-        return [pod_of(p) for p in pods], [node_of(n) for n in nodes]
+        out = []
+        for p in pods:
+            try:
+                out.append(pod_of(p))
+            except (ValueError, TypeError, AttributeError) as exc:  # left alone, said once
+                md = p.get("metadata") or {} if isinstance(p, dict) else {}
+                self.unreadable[f"{md.get('namespace')}/{md.get('name')}"] = str(exc)
+        return out, [node_of(n) for n in nodes]
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """Bind the pod to the node (a Binding, as a scheduler does); the node need not

@@ -151,6 +151,7 @@ class LiveLoop:
         self._tick_s = self.cfg.tick_s
         self._started = False
         self._last_tick = -math.inf
+        self._said: set[str] = set()  # unreadable pods already reported
         self._adopt = adopt and not shadow
 
     def _new_mirror(self, t: float) -> Mirror:
@@ -214,6 +215,10 @@ class LiveLoop:
             if tick:
                 self.stats.skipped_ticks += 1
             return
+        for name, why in self.work.unreadable.items():
+            if name not in self._said:
+                self._said.add(name)
+                self._error(f"pod {name} left alone: {why}")
         if self.shadow:
             if tick:
                 self._shadow_tick(pods, nodes, now)

@@ -79,3 +79,18 @@ def test_shadow_prints_decisions_and_saving_and_changes_nothing(kmock_url, capsy
     assert est["estimated_saving_usd"] > 0
     # shadow changed nothing
     assert snapshot(core, ns) == before and len(core.list_node().items) == nodes_before
+
+
+def test_shadow_from_python(kmock_url):
+    import stratus
+    from stratus.live.clock import ManualClock
+    from tests.live.servers import make_api
+
+    preload(make_api(kmock_url), "py")
+    doc = stratus.run_live(shadow=True, kube_url=kmock_url, namespace="py", market="on-demand",
+                           ticks=3, clock=ManualClock())
+    assert doc["stats"]["ticks"] == 3 and len(doc["decisions"]) == 3
+    assert doc["decisions"][0]["at"] == "2026-01-01T00:00:00+00:00"
+    # the same cluster, the same decisions each tick (each tick decides afresh)
+    strip = [{k: v for k, v in e.items() if k not in ("t", "at")} for e in doc["decisions"]]
+    assert strip[0] == strip[1] == strip[2]

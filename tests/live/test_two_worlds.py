@@ -52,6 +52,13 @@ def test_two_worlds_decide_alike(name, moto_url, kmock_url):
     for k, (a, b) in enumerate(zip(elog, llog)):
         assert a == b, f"decision batch {k} differs"
     assert len(elog) == len(llog)
+    # every task started and ended at the same times, in the mirror and in the world
+    book, mbook = eng.book, loop.mirror.book
+    assert list(book.first_start) == list(mbook.first_start)
+    assert list(book.finish) == list(mbook.finish)
+    assert book.n_migrations == mbook.n_migrations
+    ns = loop.work.namespace
+    assert [world.finish_at[f"{ns}/t{k:05d}"] for k in range(len(trace))] == list(book.finish)
     # the same instances, requested, up and released at the same times
     erows = [r for r in ledger_rows(eng.cloud.ledger) if r[5] < end]
     lrows = sorted(ledger_rows(loop.mirror.cloud.ledger))

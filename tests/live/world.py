@@ -101,6 +101,7 @@ class SimWorld:
         self.vanished: set[str] = set()
         self.dead: set[str] = set()  # nodes whose kubelet is gone (NotReady)
         self.done_keys: set[str] = set()  # tasks ended (succeeded, or their pod deleted)
+        self.finish_at: dict[str, float] = {}  # task -> when its pod succeeded
         self.launches: list[str] = []  # instance ids in the order the world saw them
         self.launched: dict[str, dict] = {}  # id -> what EC2 said
         self.nodes: dict[str, str] = {}  # instance id -> node name, while registered
@@ -262,6 +263,7 @@ class SimWorld:
         del self.running[name]
         self.done.add(name)
         self.done_keys.add(key)
+        self.finish_at[key] = t
         at = iso(self.clock, t)
         self._status(name, {"phase": "Succeeded", "containerStatuses": [
             {"name": "task", "state": {"terminated": {"exitCode": 0, "finishedAt": at}}}]})
