@@ -59,8 +59,10 @@ def start(trace, name: str, moto_url: str, kmock_url, *, cluster: str,
                      kmock=kmock_url, **world_kw)
     clock = ManualClock(world=world)
     world.clock = clock
+    # DescribeInstances costs ~0.2 s on moto with a few dozen instances: every 30 minutes
+    # here (the node list shows a lost instance at once)
     loop = LiveLoop(make_scheduler(name), cfg or two_world_cfg(), work, capacity, clock,
-                    **(loop_kw or {}))
+                    **{"describe_every_s": 1800.0, **(loop_kw or {})})
     return Run(loop, world, capacity, work, clock)
 
 

@@ -212,8 +212,13 @@ class SimWorld:
         self._kubelet(t)
 
     def _status(self, name: str, status: dict) -> None:
-        self.core.patch_namespaced_pod_status(name, self.ns, {"status": status},
-                                              _preload_content=False)
+        """The kubelet's status update (into kmock's store, as the world reads it)."""
+        if self.kmock is None:
+            self.core.patch_namespaced_pod_status(name, self.ns, {"status": status},
+                                                  _preload_content=False)
+            return
+        emu, ns = self.kmock.emulator, self.ns
+        self.kmock.call(lambda: emu.objects[PODS, ns, name].patch({"status": status}))
 
     def _kubelet(self, t: float) -> None:
         """Bound pods on ready nodes start (restores after their transfer)."""
