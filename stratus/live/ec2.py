@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
-from stratus.live.mirror import Shortage, Unavailable
+from stratus.live.mirror import Refused, Shortage, Unavailable
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT
 
@@ -34,6 +34,8 @@ IID_TAG = "stratus.io/iid"
 KEEP_TAG = "stratus.io/keep"
 SHORTAGE_CODES = frozenset({"InsufficientInstanceCapacity", "InsufficientCapacity",
                             "InsufficientHostCapacity"})
+THROTTLING = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException",
+                        "TooManyRequestsException", "RequestThrottled"})
 LIVE_STATES = ("pending", "running")
 GONE_STATES = ("shutting-down", "terminated", "stopping", "stopped")
 WARNING = "EC2 Spot Instance Interruption Warning"
@@ -90,7 +92,11 @@ class Ec2Capacity:
             code = _client_error(exc)
             if code in SHORTAGE_CODES:
                 raise Shortage(code) from None
-            raise Unavailable(f"EC2 {fn.__name__}: {code or exc}") from None
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
+            # botocore retried what is transient; a 4xx left is for good (permission, a
+            # bad parameter), unless it is throttling
+            err = Refused if 400 <= status < 500 and code not in THROTTLING else Unavailable
+            raise err(f"EC2 {fn.__name__}: {code or exc}") from None
         except BotoCoreError as exc:  # connection errors, after botocore's retries
             raise Unavailable(f"EC2 {fn.__name__}: {exc}") from None
 
@@ -123,7 +129,11 @@ class Ec2Capacity:
 
     def terminate(self, ext_ids: list[str]) -> None:
         if ext_ids:
-            self._call(self.ec2.terminate_instances, InstanceIds=list(ext_ids))
+            try:
+                self._call(self.ec2.terminate_instances, InstanceIds=list(ext_ids))
+            except Refused as exc:  # gone already: done
+                if "InvalidInstanceID" not in str(exc):
+                    raise
             self.changes += 1
             self.calls.extend(("terminate", x) for x in ext_ids)
 

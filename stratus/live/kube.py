@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from stratus.live.mirror import Unavailable
+from stratus.live.mirror import Refused, Unavailable
 
 SCHEDULER = "stratus"
 JOB_LABEL = "stratus.io/job"
@@ -168,7 +168,8 @@ class KubeWork:
         except ApiException as exc:
             if exc.status in ok:
                 return None
-            raise Unavailable(f"Kubernetes {what}: HTTP {exc.status} {exc.reason}") from None
+            err = Refused if 400 <= exc.status < 500 and exc.status != 429 else Unavailable
+            raise err(f"Kubernetes {what}: HTTP {exc.status} {exc.reason}") from None
         except (HTTPError, ConnectionError) as exc:
             raise Unavailable(f"Kubernetes {what}: {exc}") from None
 
@@ -199,8 +200,9 @@ class KubeWork:
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        self._call("bind", self.core.create_namespaced_binding, namespace, body, ok=(409,),
-                   _preload_content=False)
+        # 404: the pod went (the loop sees that itself); 409: already bound
+        self._call("bind", self.core.create_namespaced_binding, namespace, body,
+                   ok=(404, 409), _preload_content=False)
         self.changes += 1
         self.calls.append(("bind", f"{namespace}/{name} {node}"))
 

@@ -43,8 +43,8 @@ from stratus.live.kube import (
     Pod,
     recreated,
 )
-from stratus.live.mirror import Mirror, Unavailable
-from stratus.model import DONE, MIGRATING, REQUESTED, Instance
+from stratus.live.mirror import Mirror, Refused, Unavailable
+from stratus.model import DONE, MIGRATING, PENDING, REQUESTED, Instance
 from stratus.pricing.prices import ON_DEMAND, SPOT
 
 # event kinds, in the engine's order at equal times (stratus.events)
@@ -72,7 +72,7 @@ def canonical(t: float, dec: Decisions) -> dict:
 class _Action:
     what: str
     run: Callable[[], None]
-    owes: int | None = None  # the task whose pod it makes
+    owes: int | None = None  # the task whose pod it makes or binds
 
 
 @dataclass
@@ -278,6 +278,10 @@ class LiveLoop:
             elif pod.phase == "Running" and book.state[tid] == MIGRATING:
                 t = self._at(pod.started, now)
                 out.append((t, _MIGRATED, tid, lambda tid=tid, t=t: self._migrated(tid, t)))
+            elif (pod.phase == "Pending" and not pod.node and book.state[tid] != PENDING
+                  and book.state[tid] != MIGRATING and not self._owed(tid)):
+                # placed, but the binding was refused: the task is pending again
+                out.append((now, _FINISH, tid, lambda tid=tid: self.mirror.unplace(tid, now)))
         nodes_by_ext = {n.ext_id: n for n in nodes if n.ext_id}
         described = None if cloud is None else {c.ext_id: c for c in cloud}
         for iid, inst in list(m.cloud.alive.items()):
@@ -400,7 +404,7 @@ class LiveLoop:
 
     def bind(self, tid: int, inst: Instance) -> None:
         (ns, name), node = self.pod_name[tid], self.cloud_of[inst.iid].node_name
-        self._do(f"bind {name} to {node}", lambda: self.work.bind(ns, name, node))
+        self._do(f"bind {name} to {node}", lambda: self.work.bind(ns, name, node), owes=tid)
 
     def _replace(self, tid: int, kind: str, node: str | None, checkpoint_s: float) -> None:
         """Delete the task's pod and make a new one (bound to ``node``, or pending),
@@ -441,12 +445,14 @@ class LiveLoop:
         act = _Action(what, run, owes)
         try:
             run()
+        except Refused as exc:
+            self._error(f"t={self.clock.now:g}: {what}: {exc} (refused: dropped)")
         except Unavailable as exc:
             self._error(f"t={self.clock.now:g}: {what}: {exc} (will retry)")
             self.outbox.append(act)
 
     def _owed(self, tid: int) -> bool:
-        """A re-creation of the task's pod is still owed to the world."""
+        """A binding or re-creation of the task's pod is still owed to the world."""
         return any(a.owes == tid for a in self.outbox)
 
     def _flush(self) -> None:
@@ -457,6 +463,8 @@ class LiveLoop:
             try:
                 act.run()
                 self.stats.retried_actions += 1
+            except Refused as exc:
+                self._error(f"t={self.clock.now:g}: {act.what}: {exc} (refused: dropped)")
             except Unavailable as exc:
                 self._error(f"t={self.clock.now:g}: {act.what}: {exc} (will retry)")
                 left.append(act)

@@ -47,6 +47,12 @@ class Unavailable(Exception):
     skips what needed it and tries again later."""
 
 
+class Refused(Unavailable):
+    """The API refused a call for good (a 4xx other than throttling: permission, a bad
+    request, a conflict not meant): trying again will not help; the loop says so and
+    drops it."""
+
+
 class World(Protocol):
     """What the mirror asks of the world (the loop and its backends)."""
 
@@ -324,6 +330,20 @@ class Mirror(Engine):
             book.state[tid] = RUNNING
         self._on_finish(tid, book.epoch[tid], t)
 
+    def unplace(self, tid: int, t: float) -> None:
+        """A placement the world refused (its binding): the task is pending again, on no
+        instance, and its instance is released if that left it empty."""
+        book = self.book
+        self.at(t)
+        inst, task = book.loc[tid], book.tasks[tid]
+        if inst is None or book.state[tid] not in (WAITING, RUNNING) or tid in book.mig_dest:
+            return
+        if book.state[tid] == RUNNING:
+            self._stop_progress(tid, t)
+        self.unhold(inst, task, t)
+        Engine._send_back(self, task)  # its pod is pending already: nothing to re-create
+        self.maybe_release(inst, t)
+
     def migrated(self, tid: int, t: float) -> None:
         self.at(t)
         self._on_migrated(tid, self.book.epoch[tid], t)
@@ -341,5 +361,5 @@ class Mirror(Engine):
         self._on_crash(inst.iid, None, t)
 
 
-__all__ = ["AnnotationEstimator", "LiveCloud", "LiveWorkload", "Mirror", "Shortage",
-           "Unavailable", "World"]
+__all__ = ["AnnotationEstimator", "LiveCloud", "LiveWorkload", "Mirror", "Refused",
+           "Shortage", "Unavailable", "World"]

@@ -260,3 +260,24 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(10)
+
+
+def refuse_bindings(emu: kmock.KubernetesEmulator, times: int = 1):
+    """The next ``times`` Bindings are refused with 403 Forbidden (as an apiserver whose
+    RBAC does not allow them). kmock stores a created Binding before reactions run: it is
+    dropped here, as ``install_pod_binding`` drops it, so that a later one is not a 409."""
+    left = [times]
+
+    async def refuse(request: kmock.Request):
+        if left[0] <= 0:
+            return NotImplemented
+        left[0] -= 1
+        body = request.data or {}
+        key = (BINDINGS, request.namespace, body["metadata"]["name"])
+        if key in emu.objects:
+            del emu.objects[key]
+        return kmock.Response(status=403, payload={
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "code": 403, "reason": "Forbidden", "message": "injected: bindings forbidden"})
+
+    return emu["create", BINDINGS] ** 100 << refuse

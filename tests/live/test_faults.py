@@ -32,7 +32,7 @@ def all_done(run) -> None:
 
 
 def test_throttling_and_5xx_are_retried_or_skip_the_tick(moto_url, kmock_url, proxy):
-    from tests.live.servers import PODS, inject_faults
+    from tests.live.servers import PODS, inject_faults, refuse_bindings
 
     trace = small_trace(N)
     run = start(trace, "stratus", moto_url, kmock_url, cluster="f-throttle",
@@ -41,9 +41,12 @@ def test_throttling_and_5xx_are_retried_or_skip_the_tick(moto_url, kmock_url, pr
     # its tasks wait a tick); a DescribeInstances that fails twice fails the tick's read
     proxy.fail("RunInstances", 503, "RequestLimitExceeded", 2)
     proxy.fail("DescribeInstances", 500, "InternalError", 2)
+    # Kubernetes: the first binding refused for good (403): dropped, the task pending again
+    kmock_url.call(refuse_bindings, kmock_url.emulator)
     run.loop.run(until=600.0)
     assert run.loop.mirror.cloud.launch_failures >= 1
     assert run.loop.stats.skipped_ticks >= 1
+    assert sum("refused: dropped" in e for e in run.loop.stats.errors) == 1
     # Kubernetes: 429/500/503 retried (tenacity) within a read; then a read that keeps
     # failing (more than the 5 attempts) is given up: that wake-up (or tick) is skipped
     def failed_reads():
