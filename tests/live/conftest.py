@@ -66,7 +66,7 @@ def _excerpt():
     return _excerpt_frame().copy()
 
 
-def small_trace(n: int = 200, seed: int = 5):
+def small_trace(n: int = 160, seed: int = 5):
     """``n`` tasks of the Google 2011 excerpt (tests/data), their shapes kept, in whole
     seconds: submits within 20 minutes, runtimes clipped to 30 s .. 25 min, memory rounded
     up to 64 MiB."""

@@ -10,7 +10,7 @@ from tests.live.conftest import small_trace
 from tests.live.harness import finish, start
 
 pytestmark = pytest.mark.slow
-N = 80  # tasks: enough for several instances at once
+N = 60  # tasks: enough for several instances at once
 
 
 @pytest.fixture
