@@ -56,6 +56,7 @@ def replay_config(spec: LiveSpec, capacity=None):
     its prices (spot: the latest of --spot-prices, else EC2's price history now, held for
     the run), the tick and the scheduler's cost model."""
     from stratus.engine import ReplayConfig
+    from stratus.history import HistoryEstimator
     from stratus.live.mirror import AnnotationEstimator
     from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
@@ -65,7 +66,8 @@ def replay_config(spec: LiveSpec, capacity=None):
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=(lo, hi), migration_mbps=spec.migration_mbps,
                        migration_footprint=spec.migration_footprint,
                        catalog=get_catalog(spec.catalog),
-                       estimator=AnnotationEstimator(spec.estimate_default))
+                       estimator=(AnnotationEstimator(spec.estimate_default)
+                                  if spec.estimator == "annotation" else HistoryEstimator()))
     if spec.market == ON_DEMAND:
         configure_market(cfg, ON_DEMAND)
     elif spec.spot_prices:

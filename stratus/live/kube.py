@@ -4,7 +4,8 @@ nodes are instances, a placement is a Binding.
 - A task is a pod whose ``spec.schedulerName`` is the loop's (default ``stratus``, so the
   default scheduler leaves it alone). Its resource vector is the sum of its containers'
   ``resources.requests`` (cpu, memory; ``nvidia.com/gpu`` with a GPU catalog). The labels
-  ``stratus.io/job`` and ``stratus.io/task-index`` name its job; the annotation
+  ``stratus.io/job`` and ``stratus.io/task-index`` name its job (else the pod name up to its
+  last "-"), ``stratus.io/job-size`` the job's number of tasks; the annotation
   ``stratus.io/estimate-s`` is the runtime estimate and ``stratus.io/estimate-key`` the key
   a history estimator groups runtimes by (else the job label).
 - A node is an instance when it carries the label ``stratus.io/instance-id`` or an AWS
@@ -32,6 +33,7 @@ from stratus.live.mirror import Refused, Unavailable
 SCHEDULER = "stratus"
 JOB_LABEL = "stratus.io/job"
 INDEX_LABEL = "stratus.io/task-index"
+JOB_SIZE = "stratus.io/job-size"  # the job's number of tasks
 INSTANCE_LABEL = "stratus.io/instance-id"
 TASK_KEY = "stratus.io/task"  # the task a re-created pod carries on
 ESTIMATE = "stratus.io/estimate-s"

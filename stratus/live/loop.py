@@ -38,6 +38,7 @@ from stratus.live.kube import (
     ESTIMATE_KEY,
     INDEX_LABEL,
     JOB_LABEL,
+    JOB_SIZE,
     KubeWork,
     Node,
     Pod,
@@ -358,7 +359,9 @@ class LiveLoop:
         if estimate is not None and not (estimate > 0 and math.isfinite(estimate)):
             estimate = None
         idx = pod.labels.get(INDEX_LABEL, "0")
+        size = pod.labels.get(JOB_SIZE, "")
         return dict(job=int(job) if job.isdigit() else zlib.crc32(job.encode()),
+                    job_size=int(size) if size.isdigit() and int(size) > 0 else None,
                     index=int(idx) if idx.isdigit() else 0, req=to_units(*amounts),
                     user=pod.namespace,
                     job_name=pod.annotations.get(ESTIMATE_KEY) or job, estimate=estimate,

@@ -117,7 +117,7 @@ class _Ids:
 
 class LiveWorkload:
     """``stratus.taskbook.Workload`` for tasks that are not known ahead: they are added as
-    their pods appear. The true runtime is unknown (NaN)."""
+    their pods appear. A runtime is unknown (NaN) until the task ends."""
 
     def __init__(self) -> None:
         self.n = 0
@@ -125,6 +125,7 @@ class LiveWorkload:
         self.job_of: list[int] = []
         self.job_tasks = np.zeros(0, dtype=np.int64)
         self.job_index: dict[int, int] = {}
+        self.sized: list[bool] = []  # per job: its size was given (else counted on arrival)
 
 
 class LiveCloud(Cloud):
@@ -219,8 +220,11 @@ class Mirror(Engine):
     # --- growth ------------------------------------------------------------------------
     def add_task(self, job: int, index: int, submit: float, req: tuple[int, ...],
                  user: str = "", job_name: str = "", priority: int = 0,
-                 estimate: float | None = None, anti_affinity: bool = False) -> Task:
-        """A new task (a pod that appeared), with the next id; not yet pending."""
+                 estimate: float | None = None, anti_affinity: bool = False,
+                 job_size: int | None = None) -> Task:
+        """A new task (a pod that appeared), with the next id; not yet pending.
+        ``job_size``: the job's number of tasks, when its pods say it; else a job ends
+        when the tasks of it seen so far have (what a learning estimator learns from)."""
         work, book = self.work, self.book
         tid = work.n
         task = Task(tid, job, index, submit, math.nan, req, user, job_name, priority,
@@ -230,10 +234,12 @@ class Mirror(Engine):
         j = work.job_index.get(job)
         if j is None:
             j = work.job_index[job] = len(book.job_left)
-            book.job_left.append(0)
+            book.job_left.append(job_size or 0)
             book.job_end.append(math.nan)
+            work.sized.append(job_size is not None)
         work.job_of.append(j)
-        book.job_left[j] += 1
+        if not work.sized[j]:
+            book.job_left[j] += 1
         book.tasks.append(task)
         book.state.append(PENDING)
         book.loc.append(None)
@@ -328,6 +334,9 @@ class Mirror(Engine):
                 self._abort_transfer(tid, t)
             book.run_start[tid] = t
             book.state[tid] = RUNNING
+        # its runtime is known now: what an estimator that learns (history) learns from
+        task = book.tasks[tid]
+        task.runtime = self.work.runtime[tid] = book.done[tid] + (t - book.run_start[tid])
         self._on_finish(tid, book.epoch[tid], t)
 
     def unplace(self, tid: int, t: float) -> None:

@@ -66,10 +66,10 @@ def _excerpt():
     return _excerpt_frame().copy()
 
 
-def small_trace(n: int = 160, seed: int = 5):
+def small_trace(n: int = 160, seed: int = 5, user: str | None = None):
     """``n`` tasks of the Google 2011 excerpt (tests/data), their shapes kept, in whole
     seconds: submits within 20 minutes, runtimes clipped to 30 s .. 25 min, memory rounded
-    up to 64 MiB."""
+    up to 64 MiB. ``user``: every task's user (live: the namespace of the pods)."""
     import numpy as np
 
     from stratus.traces.schema import Trace
@@ -82,5 +82,7 @@ def small_trace(n: int = 160, seed: int = 5):
     f["mem_gib"] = np.ceil(f["mem_gib"] * 16 - 1e-9) / 16
     f["cpu"] = np.ceil(f["cpu"] * 1000 - 1e-6) / 1000
     f = f.sort_values(["submit_s"], kind="stable").reset_index(drop=True)
+    if user is not None:  # one user (live: the pods' namespace)
+        f["user"] = user
     assert all(math.isfinite(x) for x in f["runtime_s"])
     return Trace(f, name=f"google2011-excerpt-{n}")

@@ -10,12 +10,12 @@ from tests.live.conftest import small_trace, two_world_cfg
 pytestmark = pytest.mark.slow
 
 
-def engine_run(trace, name: str):
+def engine_run(trace, name: str, **cfg):
     from stratus.app.registry import make_scheduler
     from stratus.engine import Engine
     from stratus.live.loop import canonical
 
-    eng = Engine(trace, make_scheduler(name), two_world_cfg())
+    eng = Engine(trace, make_scheduler(name), two_world_cfg(**cfg))
     log: list[dict] = []
     eng.on_decisions = lambda t, dec: log.append(canonical(t, dec))
     res = eng.run()
@@ -28,18 +28,32 @@ def ledger_rows(ledger):
              ledger.released[k]) for k in range(len(ledger))]
 
 
-def live_run(trace, name: str, moto_url: str, kmock_url: str):
+def live_run(trace, name: str, moto_url: str, kmock_url: str, **cfg):
     from tests.live.harness import finish, start
 
-    run = finish(start(trace, name, moto_url, kmock_url, cluster=f"tw-{name}"))
+    run = finish(start(trace, name, moto_url, kmock_url, cfg=two_world_cfg(**cfg),
+                       cluster=trace.frame["user"].iat[0]))
     return run.loop, run.world, run.capacity
 
 
-@pytest.mark.parametrize("name", ["stratus", "fleet", "karpenter"])
-def test_two_worlds_decide_alike(name, moto_url, kmock_url):
-    trace = small_trace()
-    eng, res, elog = engine_run(trace, name)
-    loop, world, capacity = live_run(trace, name, moto_url, kmock_url)
+def history():
+    from stratus.history import HistoryEstimator
+
+    return HistoryEstimator()
+
+
+# the estimates: the oracle's in the engine, the pods' annotations (the true runtimes) live;
+# and a history estimator on both sides, which learns from runtimes as tasks end (live: the
+# runtimes observed)
+@pytest.mark.parametrize("name,estimator", [("stratus", None), ("fleet", None),
+                                            ("karpenter", None), ("stratus", history)])
+def test_two_worlds_decide_alike(name, estimator, moto_url, kmock_url):
+    # live, a task's user is its pod's namespace, and its job name the estimate key
+    trace = small_trace(user=f"tw-{name}-{estimator is not None:d}")
+    cfg = {} if estimator is None else {"estimator": estimator()}
+    eng, res, elog = engine_run(trace, name, **cfg)
+    cfg = {} if estimator is None else {"estimator": estimator()}
+    loop, world, capacity = live_run(trace, name, moto_url, kmock_url, **cfg)
     assert res.summary["tasks_unfinished"] == 0
     assert world.finished(), "the live world did not finish every task"
     # the engine's replay ends with the last task (kept instances are released then); the

@@ -32,9 +32,11 @@ from stratus.live.kube import (
     ANTI_AFFINITY,
     CHECKPOINT,
     ESTIMATE,
+    ESTIMATE_KEY,
     INDEX_LABEL,
     INSTANCE_LABEL,
     JOB_LABEL,
+    JOB_SIZE,
     TASK_KEY,
     pod_of,
 )
@@ -74,6 +76,7 @@ class SimWorld:
         units = request_units(f["cpu"], f["mem_gib"])
         self.runtime: dict[str, float] = {}
         aa = f["anti_affinity"].tolist() if "anti_affinity" in f.columns else None
+        sizes = f.groupby("job_id").size()
         for row in range(len(f)):
             name = f"t{row:05d}"
             self.runtime[f"{namespace}/{name}"] = float(f["runtime_s"].iat[row])
@@ -82,8 +85,11 @@ class SimWorld:
                     "metadata": {"name": name, "namespace": namespace,
                                  "creationTimestamp": None,
                                  "labels": {JOB_LABEL: str(int(f["job_id"].iat[row])),
-                                            INDEX_LABEL: str(int(f["task_id"].iat[row]))},
-                                 "annotations": {ESTIMATE: repr(float(f["runtime_s"].iat[row]))}},
+                                            INDEX_LABEL: str(int(f["task_id"].iat[row])),
+                                            JOB_SIZE: str(int(sizes[f["job_id"].iat[row]]))},
+                                 "annotations": {
+                                     ESTIMATE: repr(float(f["runtime_s"].iat[row])),
+                                     ESTIMATE_KEY: str(f["job_name"].iat[row])}},
                     "spec": {"schedulerName": "stratus", "restartPolicy": "Never",
                              "containers": [{"name": "task", "image": "busybox",
                                              "resources": {"requests": {

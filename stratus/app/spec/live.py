@@ -79,6 +79,10 @@ class LiveSpec(Spec):
                                 help="migration rate the scheduler assumes, Mbit/s")
     migration_footprint: str = opt("request", _footprint, metavar="request|usage:F",
                                    help="memory a migration moves")
+    estimator: str = opt("annotation", text(("annotation", "history")),
+                         help="runtime estimates: annotation (stratus.io/estimate-s, else "
+                              "--estimate-default) or history (learned from the tasks that "
+                              "ended, grouped by stratus.io/estimate-key and namespace)")
     estimate_default: float = opt(3600.0, number("a number of seconds", 0, above=True),
                                   metavar="S", help="runtime estimate of a pod without the "
                                                     "annotation stratus.io/estimate-s")
