@@ -96,6 +96,22 @@ def _clock(spec: LiveSpec):
     return WallClock(poll_s=spec.poll, epoch=datetime.now(UTC) + timedelta(seconds=1))
 
 
+def _preflight(work, capacity) -> None:
+    """One read of each API before the loop starts: a wrong address, missing credentials
+    or permissions are one error now (exit 2), not a loop that skips every tick."""
+    from stratus.live.mirror import Unavailable
+
+    try:
+        work.observe()
+    except Unavailable as exc:
+        raise ConfigError(f"live: cannot read the cluster: {exc}") from None
+    if capacity is not None:
+        try:
+            capacity.describe()
+        except Unavailable as exc:
+            raise ConfigError(f"live: cannot read EC2: {exc}") from None
+
+
 def run_live(spec: LiveSpec, clock=None, stop=None) -> dict:
     """Run the loop as ``spec`` says; the document ``stratus live --json`` prints.
     ``clock``: a stratus.live.clock clock (default: wall time, polling every --poll s);
@@ -117,6 +133,7 @@ def run_live(spec: LiveSpec, clock=None, stop=None) -> dict:
     work = KubeWork(kube_client(spec), namespace=spec.namespace,
                     scheduler=None if spec.shadow else spec.pod_scheduler,
                     attempts=spec.api_attempts)
+    _preflight(work, capacity if spec.apply else None)
     loop = LiveLoop(make_scheduler(spec.scheduler), cfg, work,
                     capacity if spec.apply else None, clock or _clock(spec),
                     shadow=spec.shadow, ice_window_s=spec.ice_window,
@@ -127,7 +144,7 @@ def run_live(spec: LiveSpec, clock=None, stop=None) -> dict:
         loop.run(ticks=ticks, stop=stop or (lambda: False))
     except KeyboardInterrupt:  # a live loop ends when told to: its account so far
         interrupted = True
-    if loop.stats.ticks == 0 and loop.stats.skipped_ticks:
+    if loop.stats.ticks == 0 and loop.stats.skipped_ticks:  # it went away after the start
         raise ConfigError(f"live: no tick could observe the cluster; the last error: "
                           f"{loop.stats.errors[-1]}")
     return live_doc(spec, loop, interrupted)

@@ -76,10 +76,17 @@ class Ec2Capacity:
         self.subnet_id = subnet_id
         self.launch_template = launch_template
         # total_max_attempts counts the first call (botocore's max_attempts does not)
+        from botocore.exceptions import BotoCoreError
+
+        from stratus.base.errors import ConfigError
+
         cfg = Config(retries={"mode": "standard", "total_max_attempts": max_attempts},
                      connect_timeout=5, read_timeout=20)
-        self.ec2 = boto3.client("ec2", config=cfg, **client_kw)
-        self.sqs = boto3.client("sqs", config=cfg, **client_kw) if queue_url else None
+        try:
+            self.ec2 = boto3.client("ec2", config=cfg, **client_kw)
+            self.sqs = boto3.client("sqs", config=cfg, **client_kw) if queue_url else None
+        except (BotoCoreError, ValueError) as exc:  # no region, a bad endpoint URL
+            raise ConfigError(f"AWS: {exc} (--region, --aws-endpoint)") from None
         self.calls: deque[tuple[str, str]] = deque(maxlen=1000)  # the last changes made
         self.changes = 0  # changes made
 

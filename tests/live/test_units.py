@@ -59,6 +59,8 @@ def test_a_node_as_read():
     ({"shadow": True, "market": "on-demand", "spot_prices": "x.json"}, "--spot-prices given"),
     ({"shadow": True, "kube_url": "http://x", "context": "c"}, "--kube-url and --kubeconfig"),
     ({"shadow": True, "tick": 0}, "--tick"),
+    ({"shadow": True, "kube_url": "x"}, "--kube-url takes an http"),
+    ({"apply": True, "image_id": "a", "aws_endpoint": "localhost:5"}, "--aws-endpoint takes"),
     ({"shadow": True, "scheduler": "nope"}, "nope"),
 ])
 def test_the_spec_refuses_with_one_line(values, msg):

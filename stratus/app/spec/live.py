@@ -109,3 +109,8 @@ class LiveSpec(Spec):
             raise ConfigError("--spot-prices given with --market on-demand")
         if self.kube_url and (self.kubeconfig or self.context):
             raise ConfigError("--kube-url and --kubeconfig/--context: give one")
+        for name in ("kube_url", "aws_endpoint", "queue_url"):
+            v = getattr(self, name)
+            if v is not None and not v.startswith(("http://", "https://")):
+                raise ConfigError(f"--{name.replace('_', '-')} takes an http:// or https:// "
+                                  f"URL, got {v!r}")
