@@ -504,24 +504,40 @@ class LiveLoop:
             if node is not None:
                 adopted[node.name] = inst
         self.stats.adopted_instances += len(self.cloud_of)
+        self.stats.adopted_tasks += self._adopt_tasks(pods, adopted, now)
+        for inst in list(m.cloud.alive.values()):
+            m.maybe_release(inst, now)
+
+    def _adopt_tasks(self, pods: list[Pod], on_node: dict[str, Instance], now: float) -> int:
+        """The queue's pods, then the pods on adopted instances (by node name), as the
+        mirror's tasks: running since their start, from their checkpoint, or waiting for
+        their instance. A pod its node cannot hold by the catalog's sizes stays pending.
+        Returns how many were placed."""
+        m = self.mirror
+        sched = self.work.scheduler
         self._arrive([p for p in pods if p.phase == "Pending" and not p.node], now)
+        placed = 0
         for pod in pods:
-            inst = adopted.get(pod.node)
-            if inst is None or pod.phase not in ("Pending", "Running"):
+            inst = on_node.get(pod.node)
+            if (inst is None or pod.phase not in ("Pending", "Running")
+                    or (sched is not None and pod.scheduler != sched)):
                 continue
             task = self._new_task(pod, now)
             if task is None:
                 continue
             m.arrive([task])
-            started = self._at(pod.started, now) if pod.phase == "Running" else None
+            if any(r > f for r, f in zip(task.req, inst.free)):
+                self._error(f"pod {pod.namespace}/{pod.name} overfills node {pod.node}: "
+                            f"taken as pending")
+                continue
             try:
                 progress = float(pod.annotations.get(CHECKPOINT, 0.0))
             except ValueError:
                 progress = 0.0
-            m.place(task, inst, started, progress, now)
-            self.stats.adopted_tasks += 1
-        for inst in list(m.cloud.alive.values()):
-            m.maybe_release(inst, now)
+            m.place(task, inst, self._at(pod.started, now) if pod.phase == "Running"
+                    else None, progress, now)
+            placed += 1
+        return placed
 
     # --- shadow mode -------------------------------------------------------------------
     def _node_instance(self, node: Node) -> tuple[str, str] | None:
@@ -538,9 +554,8 @@ class LiveLoop:
         """Build the cluster as it is, let the policy decide from a clean start, apply to
         that copy, and account for the difference."""
         self.stats.ticks += 1
-        self.key_tid.clear()
-        self.pod.clear()
-        self.pod_name.clear()
+        for d in (self.key_tid, self.pod, self.pod_name, self.base, self.gen):
+            d.clear()
         m = self.mirror = self._new_mirror(now)
         reset = getattr(self.scheduler, "reset", None)
         if reset is not None:
@@ -550,31 +565,14 @@ class LiveLoop:
         names: dict[int, str] = {}
         for node in nodes:
             what = self._node_instance(node)
-            if what is None or not node.ready:
-                continue
-            price_known = m.cloud.current_price.get(what)
-            if price_known is None:
+            if what is None or not node.ready or what not in m.cloud.current_price:
                 continue
             inst = m.adopt(catalog[what[0]], what[1], None, False, now, now)
             on_node[node.name] = inst
             names[inst.iid] = node.name
         actual = sum(m.cloud.current_price[(i.itype.name, i.market)]
                      for i in m.cloud.alive.values())
-        self._arrive([p for p in pods if p.phase == "Pending" and not p.node], now)
-        for pod in pods:
-            inst = on_node.get(pod.node)
-            if inst is None or pod.phase not in ("Pending", "Running"):
-                continue
-            task = self._new_task(pod, now)
-            if task is None:
-                continue
-            m.arrive([task])
-            free_ok = all(r <= f for r, f in zip(task.req, inst.free))
-            if not free_ok:
-                self._error(f"pod {pod.namespace}/{pod.name} overfills node {pod.node}")
-                continue
-            m.place(task, inst, self._at(pod.started, now) if pod.phase == "Running"
-                    else None, 0.0, now)
+        self._adopt_tasks(pods, on_node, now)
         idle = [i for i in m.cloud.alive.values() if not i._tasks]
         for inst in idle:  # the engine releases an instance left with no tasks at once
             m.maybe_release(inst, now)

@@ -173,7 +173,7 @@ class Mirror(Engine):
     adopted (``adopt``)."""
 
     def __init__(self, scheduler, cfg: ReplayConfig, t0: float, world: World | None = None,
-                 ice_window_s: float = 300.0) -> None:  # noqa: PLW0231 (no trace to load)
+                 ice_window_s: float = 300.0) -> None:  # not Engine.__init__: no trace
         cfg.validate()
         if cfg.reserved or cfg.waiting is not None or cfg.savings_plan is not None:
             raise ConfigError("the live loop does not take reserved instances, waiting "
@@ -264,11 +264,7 @@ class Mirror(Engine):
               requested_at: float, ready_at: float | None) -> Instance:
         """An instance that exists already (a restart, or shadow mode): in the mirror
         with no launch, up from ``ready_at`` (None: still coming up)."""
-        world, self.world = self.world, None
-        try:
-            inst = Cloud.request(self.cloud, itype, market, bid, keep, requested_at)
-        finally:
-            self.world = world
+        inst = Cloud.request(self.cloud, itype, market, bid, keep, requested_at)  # no launch
         if ready_at is not None:
             self.cloud.ready(inst, ready_at)
         return inst
@@ -281,15 +277,11 @@ class Mirror(Engine):
         book.pending.remove(task)
         book.loc[tid] = inst
         book.done[tid] = progress_s
-        world, self.world = self.world, None
-        try:
-            self.hold(inst, task, t)
-            if started is not None and inst.state == READY:
-                self.start(task, started)
-            else:
-                book.state[tid] = WAITING
-        finally:
-            self.world = world
+        Engine.hold(self, inst, task, t)  # its pod is bound already: nothing to bind
+        if started is not None and inst.state == READY:
+            self.start(task, started)
+        else:
+            book.state[tid] = WAITING
 
     # --- the world's part of the engine's transitions ------------------------------------
     def hold(self, inst: Instance, task: Task, t: float) -> None:
