@@ -10,12 +10,15 @@ loading the raw files again (the real Google window: ~10 s of DuckDB, then ~0.5 
   ``CACHE_VERSION``. The content hash is memoized under the files' stat signature (path,
   device, inode, size, mtime and ctime in ns; ctime changes on every write and cannot be
   set back), so a warm run hashes nothing; a changed file is hashed again.
-* Entry: ``<cache dir>/traces/<format>-<key>.parquet``: the trace's rows, and in the
-  Parquet key-value metadata the key, the row count, the columns and their types, a
+* Entry: ``<cache dir>/traces/<format>-<key>.entry``: a Parquet file of the trace's rows,
+  with in its key-value metadata the key, the row count, the columns and their types, a
   checksum of the rows and the trace's name and metadata (load report included, so a
-  cached load prints what a fresh one printed). An entry that does not check out in every
-  one of these (truncated, damaged, another key's, another layout's) is never used: it is
-  loaded again and rewritten.
+  cached load prints what a fresh one printed); then a trailer, the SHA-256 of every byte
+  before it and ``SEAL``. The trailer makes any change to the file visible, wherever it
+  falls: a byte of Parquet that the reader never looks at (statistics, padding, the
+  writer's name) as much as a row or the load report. An entry that does not check out in
+  every one of these (truncated, damaged, another key's, another layout's) is never used:
+  it is loaded again and rewritten.
 * Writes: to a temporary name in the same directory, read back and checked, then renamed
   into place (``os.replace``); processes that load the same trace at once each write a
   whole entry and the last rename wins; a reader never sees a partial file. A cache that
@@ -45,9 +48,13 @@ from stratus.traces.schema import Trace
 
 #: bump when the entry's layout changes, or when a loader's output changes in a way its
 #: sources do not show (a data file it reads, a library's behaviour)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the SHA-256 trailer over the whole file
 ENV_DIR, ENV_OFF = "STRATUS_CACHE_DIR", "STRATUS_NO_CACHE"
 META_KEY = b"stratus.cache"
+#: the entry's last bytes: SHA-256 (32 bytes) of everything before it, then this mark
+SEAL = b"STRATUS1"
+SUFFIX = ".entry"
+_DIGEST = hashlib.sha256().digest_size
 ENTRIES, HASHES = "traces", "hashes"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 #: libraries whose behaviour a loaded trace depends on (their versions join the key)
@@ -207,7 +214,7 @@ class TraceCache:
         except (OSError, TraceError, ConfigError):
             return loaders.load_file(path, fmt)  # the loader says what is wrong
         key = self.key(path, name, options, content)
-        entry = self.root / ENTRIES / f"{name}-{key}.parquet"
+        entry = self.root / ENTRIES / f"{name}-{key}{SUFFIX}"
         try:
             trace = read_entry(entry, key)
         except FileNotFoundError:
@@ -291,6 +298,22 @@ def entry_info(key: str, trace: Trace) -> dict | None:
             "checksum": frame_checksum(f), "name": trace.name, "meta": meta}
 
 
+def sealed(body: bytes) -> bytes:
+    """``body`` followed by its trailer: its SHA-256 and ``SEAL``."""
+    return body + hashlib.sha256(body).digest() + SEAL
+
+
+def unsealed(raw: bytes) -> bytes:
+    """What ``sealed`` was given, if ``raw`` is unchanged since; Damaged otherwise."""
+    n = _DIGEST + len(SEAL)
+    if len(raw) < n or raw[-len(SEAL):] != SEAL:
+        raise Damaged("no trailer (truncated, or not an entry)")
+    body, digest = raw[:-n], raw[-n:-len(SEAL)]
+    if hashlib.sha256(body).digest() != digest:
+        raise Damaged("its bytes do not match their SHA-256 (changed after it was written)")
+    return body
+
+
 def _write_entry(path: Path, trace: Trace, info: dict) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -298,26 +321,39 @@ def _write_entry(path: Path, trace: Trace, info: dict) -> None:
     table = pa.Table.from_pandas(trace.frame, preserve_index=False)
     md = {b"stratus.trace.name": trace.name.encode(),
           META_KEY: json.dumps(info).encode()}  # not sorted: the meta's order is kept
-    pq.write_table(table.replace_schema_metadata(md), path)
+    buf = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata(md), buf)
+    path.write_bytes(sealed(buf.getvalue().to_pybytes()))
 
 
 def read_entry(path: Path, key: str) -> Trace:
     """The trace an entry holds, checked against ``key`` and its own metadata; Damaged if
     anything is off, FileNotFoundError if there is none."""
-    import pyarrow.parquet as pq
-
     try:
-        table = pq.read_table(path)
-        frame = table.to_pandas(ignore_metadata=True)
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise
+    except OSError as exc:  # a directory in its place, no permission to read
+        raise Damaged(f"not readable: {exc.strerror or type(exc).__name__}") from None
+    return decode_entry(raw, key)
+
+
+def decode_entry(raw: bytes, key: str) -> Trace:
+    """The trace the bytes of an entry hold, checked as ``read_entry`` says."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    body = unsealed(raw)
+    try:
+        table = pq.read_table(pa.BufferReader(body))
+        frame = table.to_pandas(ignore_metadata=True)
     except Exception as exc:  # truncated, not Parquet, bad pages: pyarrow raises many types
         raise Damaged(f"not readable: {type(exc).__name__}") from None
-    raw = (table.schema.metadata or {}).get(META_KEY)
-    if raw is None:
+    md = (table.schema.metadata or {}).get(META_KEY)
+    if md is None:
         raise Damaged("no stratus.cache metadata")
     try:
-        info = json.loads(raw)
+        info = json.loads(md)
         ok = isinstance(info, dict) and isinstance(info.get("meta"), dict) \
             and isinstance(info.get("name"), str)
     except ValueError:
