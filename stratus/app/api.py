@@ -249,12 +249,20 @@ def _jobs(n: int | None) -> int:
     return default_jobs() if n is None else n
 
 
+def _one_process(n: int | None) -> int:
+    """The API's number of processes: one unless the caller asks for more. A worker starts
+    by importing the main module, which a script written without ``if __name__ ==
+    "__main__":`` would run again (docs/decisions.md, "The API runs in one process")."""
+    return 1 if n is None else n
+
+
 def compare(trace, schedulers=None, *, jobs: int | None = None, progress: bool = False,
             **options) -> Comparison:
-    """``trace`` replayed under each of ``schedulers`` (default: every policy) in
-    ``jobs`` processes; with ``slices=N`` and no ``slice``, over N seeded windows."""
+    """``trace`` replayed under each of ``schedulers`` (default: every policy), in this
+    process or ``jobs`` worker processes; with ``slices=N`` and no ``slice``, over N seeded
+    windows."""
     return Comparison(run_compare(_spec(S.CompareSpec, trace, {
-        "schedulers": schedulers, "jobs": jobs, **options}), trace, progress))
+        "schedulers": schedulers, "jobs": _one_process(jobs), **options}), trace, progress))
 
 
 def _each_window(spec, trace):
@@ -298,9 +306,11 @@ def run_compare(spec: S.CompareSpec, trace=None, progress: bool = False) -> dict
 
 def sensitivity(trace, h=(0.01, 0.1, 1, 10, 100), schedulers=("stratus", "stratus-noclear"),
                 *, jobs: int | None = None, progress: bool = False, **options) -> dict:
-    """Stratus §5.4.2 (Fig. 8): every scheduler with estimates = runtime x h, for each h."""
+    """Stratus §5.4.2 (Fig. 8): every scheduler with estimates = runtime x h, for each h;
+    in this process or ``jobs`` worker processes."""
     return run_sensitivity(_spec(S.SensitivitySpec, trace, {
-        "h": h, "schedulers": schedulers, "jobs": jobs, **options}), trace, progress)
+        "h": h, "schedulers": schedulers, "jobs": _one_process(jobs), **options}), trace,
+        progress)
 
 
 def run_sensitivity(spec: S.SensitivitySpec, trace=None, progress: bool = False) -> dict:
@@ -429,7 +439,9 @@ def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) ->
 
 def advise_commit(trace, commit: str, **options) -> dict:
     """What ``stratus advise --commit`` prints, for ``trace`` (a spec string or a Trace) and
-    the options as keyword arguments (those of ``CommitSpec``)."""
+    the options as keyword arguments (those of ``CommitSpec``; ``jobs``: worker processes,
+    default none)."""
+    options["jobs"] = _one_process(options.get("jobs"))
     return run_advise_commit(_spec(S.CommitSpec, trace, {"commit": commit, **options}),
                              None if isinstance(trace, str) else trace)
 
@@ -438,14 +450,17 @@ def advise_commit(trace, commit: str, **options) -> dict:
 def sweep(config, results: str | None = None, executor: str = "local",
           workers: int | None = None, progress: bool = False, cache_dir: str | None = None,
           no_cache: bool = False) -> dict:
-    """The cells of a sweep config (a TOML path) that have no finished row, run on
-    ``executor`` (local, dask-local or dask://HOST:PORT); what ``stratus sweep --json``
-    prints (``cells_failed`` > 0: their rows say why, a rerun retries them). The cells
-    share the trace cache (``cache_dir``, else the user's; ``no_cache``: off)."""
+    """The cells of a sweep config (a TOML path, or a dict of its keys, checked as the
+    file would be) that have no finished row, run on ``executor`` (local: in this process,
+    or ``workers`` worker processes; dask-local or dask://HOST:PORT); what ``stratus sweep
+    --json`` prints (``cells_failed`` > 0: their rows say why, a rerun retries them). The
+    cells share the trace cache (``cache_dir``, else the user's; ``no_cache``: off)."""
     from stratus.app.sweep import run_config
 
-    return run_config(str(config), results, executor, workers, progress, cache_dir,
-                      no_cache)
+    if executor == "local":
+        workers = _one_process(workers)
+    return run_config(config if isinstance(config, dict) else str(config), results,
+                      executor, workers, progress, cache_dir, no_cache)
 
 
 def report(results, out, force: bool = False) -> dict:
