@@ -209,13 +209,13 @@ class Comparison:
     def table(self):
         import pandas as pd
 
-        from stratus.app.comparison import METRICS, summary_field
+        from stratus.app.comparison import METRICS, metric
 
         rows = []
-        for r in self.runs:
+        for r in self.runs:  # a run's summary, or a scheduler's spread over slices
             row = {"scheduler": r["scheduler"]}
             for k, path in METRICS.items():
-                v = summary_field(r, path)
+                v = r[k] if "slices" in r else metric(r, k, path)
                 row[k] = v["mean"] if isinstance(v, dict) and "mean" in v else v
             rows.append(row)
         return pd.DataFrame(rows).rename(columns={"utilization_constraining": "utilization"})
