@@ -152,6 +152,10 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
 class Trace:
     """A validated, sorted canonical trace plus where it came from."""
 
+    #: how to cut the history before this window (stratus.app.session.Origin), set on a
+    #: window ``stratus.load_trace`` returns; a trace made from it (a window, a fit) has none
+    origin = None
+
     def __init__(self, frame: pd.DataFrame, name: str = "trace", meta: Mapping | None = None,
                  validated: bool = False) -> None:
         self.frame = frame if validated else validate_frame(frame, name)

@@ -24,19 +24,26 @@ def load_trace(spec: str, format: str | None = None, hours: float | None = None,
     lists, guessed from the name where it can be) or ``synthetic:NAME?k=v``; ``slice`` K of
     ``slices`` picks a seeded random window (Stratus §4.2). A raw-format file is loaded
     once and then read from the trace cache (``cache_dir``, else the user's cache
-    directory; ``no_cache`` turns it off; docs/reference/traces.md)."""
-    from stratus.app.session import Session
+    directory; ``no_cache`` turns it off; docs/reference/traces.md). The window keeps its
+    way back to the trace (``.origin``), so a replay of it warms a learning estimator up on
+    the history before it, as ``stratus replay --trace SPEC`` does."""
+    from stratus.app.session import Origin, Session
 
     w = S.WindowSpec(trace=spec, format=format, hours=hours, start=start, slice=slice,
                      slices=slices, seed=seed, cache_dir=cache_dir, no_cache=no_cache)
-    return Session(w).trace
+    sess = Session(w)
+    sess.trace.origin = Origin(sess)
+    return sess.trace
 
 
 def synthetic(name: str, seed: int = 0, **params):
-    """A calibrated synthetic trace by name (google, twosigma, mms) and its parameters."""
-    from stratus.traces.synthetic import generate
+    """A calibrated synthetic trace by name (google, twosigma, mms) and its parameters:
+    ``load_trace("synthetic:NAME?k=v&...", seed=seed)``, so it keeps its history too."""
+    from urllib.parse import urlencode
 
-    return generate(name, seed=seed, **params)
+    # repr: a float's shortest text that reads back as the same float
+    query = urlencode({k: repr(v) if isinstance(v, float) else v for k, v in params.items()})
+    return load_trace(f"synthetic:{name}" + (f"?{query}" if query else ""), seed=seed)
 
 
 def load_catalog(name_or_file: str):
@@ -138,6 +145,18 @@ def _spec(cls, trace, values: dict):
     return cls.build({"trace": name, **values})
 
 
+def _history(spec, trace):
+    """(history(), warm-up hours) of a loaded trace under ``spec``'s --warmup-hours: what
+    its origin cuts (stratus.load_trace), else none (a trace built in Python)."""
+    from stratus.app.session import getattr_warmup
+
+    origin = getattr(trace, "origin", None)
+    if origin is None:
+        return (lambda: None), None
+    hours = origin.warmup_hours(getattr_warmup(spec))
+    return (lambda: origin.history(hours)), hours
+
+
 def _window(spec: S.CloudSpec, trace):
     """(trace fitted to the catalog, history(), warm-up hours) for ``spec``."""
     from stratus.app.session import Session, report_load
@@ -151,7 +170,7 @@ def _window(spec: S.CloudSpec, trace):
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
     if fitted is not trace:
         report_load(fitted)
-    return fitted, (lambda: None), None
+    return (fitted, *_history(spec, trace))
 
 
 def replay(trace, scheduler: str = "stratus", *, progress: bool = False, **options):
@@ -159,7 +178,8 @@ def replay(trace, scheduler: str = "stratus", *, progress: bool = False, **optio
     are ``stratus replay``'s (catalog, market, tick, estimator, seed, ...). Returns the
     result: ``.summary`` (a dict), ``.instances``/``.tasks``/``.jobs`` (DataFrames),
     ``.to_parquet(dir)``. A learning estimator warms up on the history before the window
-    when ``trace`` is a spec string (a loaded trace has none)."""
+    (``warmup_hours``) when ``trace`` is a spec string or a window ``load_trace`` returned;
+    a trace built otherwise has none."""
     return run_replay(_spec(S.ReplaySpec, trace, {"scheduler": scheduler, **options}), trace,
                       progress)
 
@@ -189,13 +209,13 @@ class Comparison:
     def table(self):
         import pandas as pd
 
-        from stratus.app.comparison import METRICS, summary_field
+        from stratus.app.comparison import METRICS, metric
 
         rows = []
-        for r in self.runs:
+        for r in self.runs:  # a run's summary, or a scheduler's spread over slices
             row = {"scheduler": r["scheduler"]}
             for k, path in METRICS.items():
-                v = summary_field(r, path)
+                v = r[k] if "slices" in r else metric(r, k, path)
                 row[k] = v["mean"] if isinstance(v, dict) and "mean" in v else v
             rows.append(row)
         return pd.DataFrame(rows).rename(columns={"utilization_constraining": "utilization"})
@@ -229,12 +249,20 @@ def _jobs(n: int | None) -> int:
     return default_jobs() if n is None else n
 
 
+def _one_process(n: int | None) -> int:
+    """The API's number of processes: one unless the caller asks for more. A worker starts
+    by importing the main module, which a script written without ``if __name__ ==
+    "__main__":`` would run again (docs/decisions.md, "The API runs in one process")."""
+    return 1 if n is None else n
+
+
 def compare(trace, schedulers=None, *, jobs: int | None = None, progress: bool = False,
             **options) -> Comparison:
-    """``trace`` replayed under each of ``schedulers`` (default: every policy) in
-    ``jobs`` processes; with ``slices=N`` and no ``slice``, over N seeded windows."""
+    """``trace`` replayed under each of ``schedulers`` (default: every policy), in this
+    process or ``jobs`` worker processes; with ``slices=N`` and no ``slice``, over N seeded
+    windows."""
     return Comparison(run_compare(_spec(S.CompareSpec, trace, {
-        "schedulers": schedulers, "jobs": jobs, **options}), trace, progress))
+        "schedulers": schedulers, "jobs": _one_process(jobs), **options}), trace, progress))
 
 
 def _each_window(spec, trace):
@@ -278,9 +306,11 @@ def run_compare(spec: S.CompareSpec, trace=None, progress: bool = False) -> dict
 
 def sensitivity(trace, h=(0.01, 0.1, 1, 10, 100), schedulers=("stratus", "stratus-noclear"),
                 *, jobs: int | None = None, progress: bool = False, **options) -> dict:
-    """Stratus §5.4.2 (Fig. 8): every scheduler with estimates = runtime x h, for each h."""
+    """Stratus §5.4.2 (Fig. 8): every scheduler with estimates = runtime x h, for each h;
+    in this process or ``jobs`` worker processes."""
     return run_sensitivity(_spec(S.SensitivitySpec, trace, {
-        "h": h, "schedulers": schedulers, "jobs": jobs, **options}), trace, progress)
+        "h": h, "schedulers": schedulers, "jobs": _one_process(jobs), **options}), trace,
+        progress)
 
 
 def run_sensitivity(spec: S.SensitivitySpec, trace=None, progress: bool = False) -> dict:
@@ -317,13 +347,14 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     from stratus.estimators import error_distribution, online_pass
 
     trace = spec.trace if trace is None else trace
-    history, warmup_h = (lambda: None), 0.0
     if isinstance(trace, str):
         sess = Session(spec)
         trace, history, warmup_h = sess.trace, sess.history, sess.warmup_hours()
+    else:
+        history, warmup_h = _history(spec, trace)
     est = fitted_estimator(spec.estimator, spec.seed, history, trace)
     return {"trace": trace.name, "estimator": est.name,
-            "warmup_hours": max(0.0, warmup_h) if est.learns_online else 0.0,
+            "warmup_hours": max(0.0, warmup_h or 0.0) if est.learns_online else 0.0,
             "warmup_jobs": getattr(est, "warmup_jobs", 0),
             **error_distribution(online_pass(est, trace.frame))}
 
@@ -377,7 +408,7 @@ def run_waiting(spec: S.WaitingSpec, trace=None) -> dict:
     if isinstance(trace, str):
         sess = Session(spec)
         return simulate_trace(sess.trace, spec, sess.history)
-    return simulate_trace(trace, spec)
+    return simulate_trace(trace, spec, _history(spec, trace)[0])
 
 
 def advise(trace, policy: str, **options) -> dict:
@@ -408,7 +439,9 @@ def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) ->
 
 def advise_commit(trace, commit: str, **options) -> dict:
     """What ``stratus advise --commit`` prints, for ``trace`` (a spec string or a Trace) and
-    the options as keyword arguments (those of ``CommitSpec``)."""
+    the options as keyword arguments (those of ``CommitSpec``; ``jobs``: worker processes,
+    default none)."""
+    options["jobs"] = _one_process(options.get("jobs"))
     return run_advise_commit(_spec(S.CommitSpec, trace, {"commit": commit, **options}),
                              None if isinstance(trace, str) else trace)
 
@@ -417,14 +450,17 @@ def advise_commit(trace, commit: str, **options) -> dict:
 def sweep(config, results: str | None = None, executor: str = "local",
           workers: int | None = None, progress: bool = False, cache_dir: str | None = None,
           no_cache: bool = False) -> dict:
-    """The cells of a sweep config (a TOML path) that have no finished row, run on
-    ``executor`` (local, dask-local or dask://HOST:PORT); what ``stratus sweep --json``
-    prints (``cells_failed`` > 0: their rows say why, a rerun retries them). The cells
-    share the trace cache (``cache_dir``, else the user's; ``no_cache``: off)."""
+    """The cells of a sweep config (a TOML path, or a dict of its keys, checked as the
+    file would be) that have no finished row, run on ``executor`` (local: in this process,
+    or ``workers`` worker processes; dask-local or dask://HOST:PORT); what ``stratus sweep
+    --json`` prints (``cells_failed`` > 0: their rows say why, a rerun retries them). The
+    cells share the trace cache (``cache_dir``, else the user's; ``no_cache``: off)."""
     from stratus.app.sweep import run_config
 
-    return run_config(str(config), results, executor, workers, progress, cache_dir,
-                      no_cache)
+    if executor == "local":
+        workers = _one_process(workers)
+    return run_config(config if isinstance(config, dict) else str(config), results,
+                      executor, workers, progress, cache_dir, no_cache)
 
 
 def report(results, out, force: bool = False) -> dict:

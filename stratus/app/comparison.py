@@ -21,6 +21,10 @@ METRICS: dict[str, tuple[str, ...]] = {
     "migrations": ("migrations",),
 }
 
+#: counts of what only some schedulers do (Stratus's clearing): 0 in a table for a scheduler
+#: that has no such part, whose summary leaves the key out (docs/reference/metrics.md)
+ZERO_WHERE_ABSENT = frozenset({"instances_cleared"})
+
 #: what it aggregates too under --faults (stratus.faults)
 FAULT_METRICS: dict[str, tuple[str, ...]] = {
     "fault_crashes": ("faults", "crashes"),
@@ -57,6 +61,14 @@ def summary_field(summary: dict, path: tuple[str, ...]):
     return v
 
 
+def metric(summary: dict, key: str, path: tuple[str, ...]):
+    """A table's ``key`` (at ``path``) from a summary: None where the summary has no value,
+    but 0 for a count the scheduler cannot make (``ZERO_WHERE_ABSENT``)."""
+    if key in ZERO_WHERE_ABSENT and path[0] not in summary:
+        return 0
+    return summary_field(summary, path)
+
+
 def spread(values: Sequence[float | None]) -> dict | None:
     """Mean, sample standard deviation, min and max of the finite values (None: none)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
@@ -78,7 +90,7 @@ def aggregate(slices: Sequence[Sequence[dict]]) -> list[dict]:
         rows = [r for runs in slices for r in runs if r["scheduler"] == name]
         agg = {"scheduler": name, "slices": len(rows)}
         for key, path in METRICS.items():
-            agg[key] = spread([summary_field(r, path) for r in rows])
+            agg[key] = spread([metric(r, key, path) for r in rows])
         if any("crashes" in (r.get("faults") or {}) for r in rows):  # only under --faults
             for key, path in FAULT_METRICS.items():
                 agg[key] = spread([summary_field(r, path) for r in rows])
@@ -103,8 +115,9 @@ def sensitivity(points: Sequence[tuple[float, Sequence[dict]]]) -> dict:
             rows.append({"h": h, "scheduler": name, "slices": len(mine),
                          "total_cost_usd": spread([r["total_cost_usd"] for r in mine]),
                          "instances_acquired": spread([r["instances_acquired"] for r in mine]),
-                         "instances_cleared": spread([r.get("instances_cleared", 0)
-                                                      for r in mine]),
+                         "instances_cleared": spread([
+                             metric(r, "instances_cleared", METRICS["instances_cleared"])
+                             for r in mine]),
                          "latency_p50": spread([summary_field(r, ("latency", "p50")) for r in mine]),
                          "latency_p95": spread([summary_field(r, ("latency", "p95")) for r in mine])})
             if any("crashes" in (r.get("faults") or {}) for r in mine):  # only under --faults

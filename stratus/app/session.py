@@ -83,3 +83,38 @@ def sessions(spec: WindowSpec, plan: list[int | None]):
         sess = Session(spec, source, k)
         source = sess.source
         yield k, sess
+
+
+class Origin:
+    """Where a window that ``stratus.load_trace`` returned came from, so that a replay of it
+    warms its estimator up on the history the CLI would (``Trace.origin``): the window spec,
+    the window's start and length. The history is cut on first use (the trace reloaded
+    through the trace cache) and kept per warm-up length; a pickled copy (a worker's) keeps
+    only the way back, not the histories."""
+
+    def __init__(self, sess: Session) -> None:
+        self.spec = sess.spec
+        self.start = sess.start
+        self.window_h = sess.window_hours()
+        self._histories: dict[float, object] = {}
+
+    def warmup_hours(self, arg) -> float:
+        """The warm-up a replay with ``--warmup-hours arg`` takes before this window."""
+        from stratus.traces.spec import warmup_hours
+
+        return warmup_hours(arg, self.window_h)
+
+    def history(self, hours: float):
+        """The ``hours`` of jobs before the window (None: none), as Session.history."""
+        if hours <= 0:
+            return None
+        if hours not in self._histories:
+            from stratus.traces.spec import TraceSource
+
+            s = self.spec
+            source = TraceSource(s.trace, s.format, s.seed, s.trace_cache())
+            self._histories[hours] = source.history(self.start, hours)
+        return self._histories[hours]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_histories": {}}

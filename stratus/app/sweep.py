@@ -213,15 +213,24 @@ class Plan:
     config_text: str
 
 
-def load_config(path: str, results: str | None = None) -> Plan:
-    """The sweep a config describes, every cell checked by the command's own parser."""
-    p = Path(path)
+def load_config(path, results: str | None = None) -> Plan:
+    """The sweep a config describes, every cell checked by the command's own parser:
+    ``path`` a TOML file, or a dict of its keys (read as its TOML text would be)."""
+    if isinstance(path, dict):
+        from stratus.app import sweep_toml
+
+        p, text = sweep_toml.NAME, sweep_toml.dumps(path)
+    else:
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     try:
-        text = p.read_text()
         cfg = tomllib.loads(text)
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     unknown = set(cfg) - {"command", "results", "traces", "grid", "options", "title"}
     if unknown:
@@ -384,12 +393,13 @@ def _keep_config(results: Path, text: str) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def run_config(config: str, results: str | None = None, executor: str = "local",
+def run_config(config, results: str | None = None, executor: str = "local",
                workers: int | None = None, progress: bool = False,
                cache_dir: str | None = None, no_cache: bool = False) -> dict:
     """The ``stratus sweep`` command's work: every option and cell checked, then the cells
-    without a finished row run (see ``run_sweep``). ``cache_dir``/``no_cache``: the trace
-    cache every cell loads through (traces/cache.py), over the config's."""
+    without a finished row run (see ``run_sweep``). ``config``: a TOML path or a dict of
+    its keys. ``cache_dir``/``no_cache``: the trace cache every cell loads through
+    (traces/cache.py), over the config's."""
     from stratus.app import outputs
     from stratus.app.runs import default_jobs
 
@@ -405,7 +415,8 @@ def run_config(config: str, results: str | None = None, executor: str = "local",
         where = None if cache_dir is None else str(Path(cache_dir).expanduser().absolute())
         for c in plan.cells:
             c.spec = c.spec.replace(cache_dir=where, no_cache=no_cache)
-    inputs = outputs.input_paths(config, *{c.trace["spec"] for c in plan.cells})
+    inputs = outputs.input_paths(*[config] * (not isinstance(config, dict)),
+                                 *{c.trace["spec"] for c in plan.cells})
     outputs.refuse_inputs(plan.results, "results directory", inputs)
     if plan.results.exists() and not plan.results.is_dir():
         raise ConfigError(f"results directory {plan.results}: exists and is not a directory")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from stratus.app import spec as S
 from stratus.app import sweep_store as store
-from stratus.app.comparison import METRICS, summary_field
+from stratus.app.comparison import METRICS, metric
 from stratus.base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def run_cell(cell: Cell, code: str) -> dict:
             doc = simulate_trace(trace, spec, sess.history)
             cols = WAITING_COLUMNS
         for name, path in cols.items():
-            v = summary_field(doc, path)
+            v = metric(doc, name, path)
             row[name] = v if v is None or isinstance(v, str) else float(v)
         row["result_json"] = json.dumps(_strip_wall(doc), sort_keys=True, default=str)
         row["status"], row["error"] = "ok", None

@@ -77,13 +77,62 @@ def _child_start(parent: int, init, payload: str | None) -> None:
         init(*args)
 
 
+def unguarded_main() -> tuple[str, int] | None:
+    """(file, line) of the main script's top-level statement this call runs under, when it
+    is outside an ``if __name__ ...:`` block: a spawned worker starts by importing the main
+    script, so it would run that statement again and die starting workers of its own (the
+    parent then saw only "a worker process died"). None: no script (a notebook, ``python
+    -c``, the REPL, a package's ``__main__``, which spawn does not re-run), a guarded call,
+    or a source that cannot be read."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    # what a spawned child re-runs (multiprocessing.spawn): the main module by its name,
+    # unless it is a package's __main__ (``python -m stratus.app.cli``), else by its path
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if not path or (name or "").split(".")[-1] == "__main__":
+        return None
+    f = sys._getframe(1)
+    while f is not None and not (f.f_globals is vars(main) and f.f_code.co_name == "<module>"):
+        f = f.f_back
+    if f is None or os.path.abspath(f.f_code.co_filename) != os.path.abspath(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = f.f_lineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and node.lineno <= line <= node.end_lineno and any(
+                isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node.test)):
+            return None
+    return path, line
+
+
+def refuse_unguarded_main() -> None:
+    """A ConfigError (one line) instead of workers that would each rerun the script."""
+    from stratus.base.errors import ConfigError
+
+    where = unguarded_main()
+    if where is not None:
+        raise ConfigError(f"{where[0]}, line {where[1]}: worker processes start by importing "
+                          f"this script and would run it again: put its calls under "
+                          f"`if __name__ == \"__main__\":`, or run in one process (the "
+                          f"API's default; jobs=1, workers=1)")
+
+
 class Pool:
     """A ``ProcessPoolExecutor`` of ``jobs`` quiet workers, each running ``init(*args)``
     first; ``args`` travel through a temporary file removed when the pool closes. Use as a
     context manager; an exception (a Ctrl-C) stops the workers at once rather than after
-    their current cell."""
+    their current cell. Refused (``refuse_unguarded_main``) when started from a script's
+    unguarded top level."""
 
     def __init__(self, jobs: int, init=None, args: tuple = ()) -> None:
+        refuse_unguarded_main()
         self._payload = None
         if init is not None and args:
             fd, self._payload = tempfile.mkstemp(prefix="stratus-workers-", suffix=".pickle")

@@ -124,3 +124,47 @@ def test_bad_options_are_one_clear_error(argv, what, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert what in err and err.count("\n") == 1
+
+
+# --- fields that do not apply (issue 35, item 5) --------------------------------------------
+def test_a_scheduler_that_does_not_clear_cleared_zero_instances():
+    """Its summary has no instances_cleared (docs/reference/metrics.md); the aggregate over
+    slices and the sensitivity points count 0, not a missing value."""
+    clears, does_not = _run("stratus", 5.0, instances_cleared=2), _run("hotspot", 6.0)
+    agg = aggregate([annotate([dict(clears), dict(does_not)]),
+                     annotate([dict(clears), dict(does_not)])])
+    assert agg[0]["instances_cleared"]["mean"] == 2.0
+    assert agg[1]["instances_cleared"] == {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0,
+                                           "n": 2}
+    points = sensitivity([(1.0, [clears, does_not])])["points"]
+    assert [p["instances_cleared"]["mean"] for p in points] == [2.0, 0.0]
+
+
+def test_a_sweep_row_of_a_scheduler_that_does_not_clear_counts_zero():
+    from stratus.app.comparison import METRICS, metric
+    from stratus.app.sweep_run import REPLAY_COLUMNS
+
+    assert REPLAY_COLUMNS["instances_cleared"] == METRICS["instances_cleared"]
+    assert metric(_run("hotspot", 1.0), "instances_cleared", ("instances_cleared",)) == 0
+    assert metric(_run("x", 1.0), "latency_p50", ("latency", "p50")) == 1.0
+    assert metric(_run("x", 1.0), "cost_over_bound", ("cost_over_bound",)) is None
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_integer_bound")
+def test_the_comparison_table_has_no_missing_values():
+    """Every policy and the Fargate cost model, one window and over slices: no NaN, no None
+    (the multi-slice table read utilization and latency where a spread has none)."""
+    import stratus
+    from stratus.app.registry import scheduler_names
+
+    names = [*scheduler_names(), "fargate"]
+    one = stratus.compare("synthetic:google?scale=0.01&hours=1", names, seed=1).table
+    assert list(one["scheduler"]) == names
+    assert not one.isna().any().any(), one
+    assert (one.loc[one["scheduler"].isin(["hotspot", "fleet", "fargate"]),
+                    "instances_cleared"] == 0).all()
+    two = stratus.compare("synthetic:google?scale=0.01", ["stratus", "hotspot", "fargate"],
+                          hours=0.5, slices=2, seed=1).table
+    assert not two.isna().any().any(), two
+    assert (two["utilization"] > 0).all() and (two["latency_p95"] >= 1).all()

@@ -1,34 +1,81 @@
-"""The README's Python example and examples/compare_schedulers.py run, as a newcomer would
-run them: from the repository root, on the bundled Google 2011 excerpt."""
+"""The Python examples of the README and the docs run as a newcomer would run them: each
+```python block saved as a file, exactly as written, and run with this Python as a script
+(``__main__``, so a worker process it starts re-imports it: the README's example, exec'd
+in the test's own process, hid that); and examples/compare_schedulers.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tests.helpers.paths import ROOT
 
+DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
+#: blocks that are not scripts: (doc, first line of the block) -> why
+NOT_SCRIPTS = {
+    ("docs/guides/scheduler-plugin.md", "# my_package/schedulers.py"):
+        "a module: the next block imports it (written as my_package/schedulers.py)",
+    ("docs/guides/scheduler-plugin.md", "from stratus.testing import StaticView, task"):
+        "a test's body: `my_scheduler` is the reader's",
+}
 
-def readme_python() -> str:
-    """The README's first ```python block."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"^```python\n(.*?)^```", text, re.S | re.M)
-    assert m, "README.md has no ```python block"
-    return m.group(1)
+
+def blocks(doc: str, lang: str = "python") -> list[tuple[int, str]]:
+    """(line, text) of each ```LANG block of ``doc``."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1))
+            for m in re.finditer(rf"^```{lang}\n(.*?)^```", text, re.S | re.M)]
+
+
+def scripts() -> list:
+    return [pytest.param(doc, code, id=f"{doc}:{line}") for doc in DOCS
+            for line, code in blocks(doc)
+            if (doc, code.splitlines()[0]) not in NOT_SCRIPTS]
+
+
+def _setup(doc: str, where: Path) -> Path:
+    """The files a doc's example reads that the doc itself gives; the directory to run in."""
+    if doc == "docs/guides/own-trace.md":  # its jobs.csv and mapping, in a directory
+        (csv,), (mapping,) = [[c for _, c in blocks(doc, lang)] for lang in ("csv", "json")]
+        (where / "jobs.csv").write_text(csv)
+        (where / "jobs-mapping.json").write_text(mapping)
+        return where
+    if doc == "docs/guides/scheduler-plugin.md":  # its package, importable
+        (module,) = [c for _, c in blocks(doc) if c.startswith("# my_package/schedulers.py")]
+        (where / "my_package").mkdir()
+        (where / "my_package" / "__init__.py").write_text("")
+        (where / "my_package" / "schedulers.py").write_text(module)
+    return ROOT  # paths such as tests/data/... are from the repository's root
+
+
+def test_every_python_block_is_a_script_or_says_why_not():
+    found = {(doc, code.splitlines()[0]) for doc in DOCS for _, code in blocks(doc)}
+    assert set(NOT_SCRIPTS) <= found, set(NOT_SCRIPTS) - found
+    assert any(doc == "README.md" for doc, _ in found)
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_spawner_at_a_time")  # compare's default jobs
-def test_readme_python_example_runs(monkeypatch, capsys):
-    monkeypatch.chdir(ROOT)
-    code = compile(readme_python(), str(ROOT / "README.md"), "exec")
-    exec(code, {"__name__": "__readme__"})
-    out = capsys.readouterr().out
-    for word in ("scheduler", "total_cost_usd", "normalized_cost", "stratus", "hotspot",
-                 "task-per-instance"):
-        assert word in out, out
+@pytest.mark.usefixtures("one_spawner_at_a_time")
+@pytest.mark.parametrize(("doc", "code"), scripts())
+def test_a_python_example_runs_as_a_file(tmp_path, doc, code):
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, str(script)], cwd=_setup(doc, tmp_path), env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    if doc == "README.md":
+        for word in ("scheduler", "total_cost_usd", "normalized_cost", "stratus", "hotspot",
+                     "task-per-instance"):
+            assert word in run.stdout, run.stdout
 
 
 @pytest.mark.slow
