@@ -230,10 +230,10 @@ def coerce(where: str, value, like):
     if isinstance(like, bool):
         if isinstance(value, bool):
             return value
-        text = str(value).strip().lower()
-        if text in ("true", "1", "yes", "on"):
+        word = str(value).strip().lower()
+        if word in ("true", "1", "yes", "on"):
             return True
-        if text in ("false", "0", "no", "off"):
+        if word in ("false", "0", "no", "off"):
             return False
         raise ConfigError(f"{where}: takes true or false, got {value!r}")
     if isinstance(like, (int, float)):
