@@ -31,6 +31,7 @@ from math import frexp, ldexp
 
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
+from stratus.params import Param, Parametric
 from stratus.view import CONSTANT, FALLING, RISING, ClusterView, form_key, remaining_at
 
 
@@ -587,22 +588,22 @@ def _remember_fail(b: _Bin, req: tuple[int, ...], job: int | None = None) -> Non
     fails.append(req)
 
 
-class RuntimeBinPacker:
+#: the runtime bins' unit (``unit_s``): from a microsecond to about 30 years; a runtime over
+#: a smaller unit could overflow a float (no bin at all)
+UNIT_S = Param("unit_s", float, 1e-6, 1e9, what="seconds")
+
+
+class RuntimeBinPacker(Parametric):
     """Stratus's packer (§3.2). Cordoned instances (being cleared, §3.4) get no tasks."""
 
-    name = "runtime-binning"
+    label = "runtime-binning"
+    PARAMS = (UNIT_S,)
     general = False  # True: no unrolled (cpu, mem) path in the index (for the tests)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
+        self.check_init()
         self.reset()
-
-    @staticmethod
-    def check_params(p: dict, where: str) -> None:
-        from stratus.base.errors import ConfigError
-
-        if p["unit_s"] <= 0:
-            raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
 
     def reset(self) -> None:
         """A new replay: instance ids start again."""

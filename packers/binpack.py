@@ -28,7 +28,11 @@ from stratus.base.resources import Vec
 from stratus.compose import Plan
 from stratus.model import RELEASED, Instance, Task
 from stratus.packers.free_index import DEAD, FreeTree
+from stratus.params import Param, Parametric
 from stratus.view import ClusterView
+
+#: the dimensions ECS binpack takes (its ``field``: cpu or memory), by index
+BINPACK_DIMS = ("cpu", "memory")
 
 
 class BinpackIndex:
@@ -147,17 +151,23 @@ class JobRun:
         self.job = None
 
 
-class Binpack:
+class Binpack(Parametric):
     """Packer: ECS binpack on ``dim`` (0: CPU, 1: memory) over every live instance,
     booting ones included (a task placed there starts when it is ready, as for first fit;
     Stratus §4.3 "Fleet"); none that is cordoned."""
 
+    label = "binpack"
+    PARAMS = (Param("dim", int, choices=(0, 1), labels=BINPACK_DIMS),)
     general = False  # True: scan even on (cpu, mem), the index's reference (for the tests)
 
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim
-        self.name = "binpack-" + ("cpu" if dim == 0 else "mem")
+        self.check_init()
         self.reset()
+
+    @property
+    def name(self) -> str:
+        return f"binpack-{BINPACK_DIMS[self.dim]}"
 
     def reset(self) -> None:
         """A new replay: drop the index of the last one's instances."""

@@ -28,6 +28,7 @@ from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import READY, Instance, Task
 from stratus.packers.free_index import DEAD, LiveIndex
+from stratus.params import Parametric
 from stratus.view import ClusterView
 
 
@@ -194,10 +195,11 @@ class DotIndex:
                 return
 
 
-class DotProductPacker:
+class DotProductPacker(Parametric):
     """Packer: online vector packing, dot-product heuristic (Stratus §5.2)."""
 
-    name = "dot-product"
+    label = "dot-product"
+    PARAMS = ()
 
     def __init__(self) -> None:
         self.reset()

@@ -13,15 +13,17 @@ from collections.abc import Collection, Sequence
 from stratus.compose import Plan, first_fit
 from stratus.model import Task
 from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
+from stratus.params import Parametric
 from stratus.view import ClusterView
 
 
-class FirstFit:
+class FirstFit(Parametric):
     """Packer. Cordoned instances (``Plan.cordon``: e.g. drained by a consolidation) get no
     tasks (as Stratus §3.4 blacklists cleared instances); ``index`` gives the tick's synced
     capacity index to other parts."""
 
-    name = "first-fit"
+    label = "first-fit"
+    PARAMS = ()
     general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:

@@ -9,11 +9,17 @@ from stratus.view import ClusterView
 
 class MigratorChain(Part):
     """Runs each migrator on the same plan; a later one sees what earlier ones decided
-    through the plan (its decisions and its cordons)."""
+    through the plan (its decisions and its cordons). It has no parameters of its own: a
+    composed scheduler lists each part's (``ComposedScheduler.parts``)."""
+
+    PARAMS = ()
 
     def __init__(self, *parts: Migrator) -> None:
         self.parts = parts
-        self.name = "+".join(p.name for p in parts)
+
+    @property
+    def name(self) -> str:
+        return "+".join(p.name for p in self.parts)  # as their parameters name them now
 
     def reset(self) -> None:
         for reset, _, _ in map(part_hooks, self.parts):

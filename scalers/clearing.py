@@ -21,8 +21,9 @@ and the new home may be an on-demand type at its marginal price (scalers.cost_ef
 from __future__ import annotations
 
 from stratus.base.resources import fits
-from stratus.compose import IndexedPacker, Part, Plan
+from stratus.compose import IndexedPacker, Part, Plan, part_hooks
 from stratus.model import READY, RUNNING, Instance
+from stratus.params import Param, Parametric
 from stratus.pricing.prices import ON_DEMAND, RESERVED
 from stratus.savings import marginal_price
 from stratus.scalers.cost_efficiency import (
@@ -33,19 +34,30 @@ from stratus.scalers.cost_efficiency import (
 from stratus.view import ClusterView
 
 
-class InstanceClearing(Part):
-    name = "instance-clearing"
-    key = "clearing"  # its parameters: clearing.threshold, clearing.ticks
+class InstanceClearing(Part, Parametric):
+    """Migrator (§3.4). ``packer``: the index it re-packs with, the scheduler's packer
+    (reset by the scheduler), or its own (``own_packer``: it resets it; SCloud clearing
+    without packing new tasks onto running instances, §5.2)."""
 
-    def __init__(self, packer: IndexedPacker, threshold: float = 0.5, ticks: int = 3) -> None:
+    label = "instance-clearing"
+    key = "clearing"  # its parameters: clearing.threshold, clearing.ticks
+    PARAMS = (Param("threshold", float, 0, 1, low_open=True, what="a utilization"),
+              Param("ticks", int, 0, what="a whole number of ticks"))
+
+    def __init__(self, packer: IndexedPacker, threshold: float = 0.5, ticks: int = 3,
+                 own_packer: bool = False) -> None:
         self.packer = packer
         self.threshold = threshold
         self.ticks = ticks
+        self.own_packer = own_packer
+        self.check_init()
         self.reset()
 
     def reset(self) -> None:
-        """A new replay: instance ids start again, and so do the counts (the packer and
-        the cordons are reset by their owner, stratus.compose)."""
+        """A new replay: instance ids start again, and so do the counts (the cordons, and
+        a packer it shares, are reset by their owner, stratus.compose)."""
+        if self.own_packer:
+            part_hooks(self.packer)[0]()
         self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks (a scan)
         self.instances_cleared = 0
         self.tasks_migrated = 0
@@ -59,15 +71,6 @@ class InstanceClearing(Part):
 
     def stats(self) -> dict:
         return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
-
-    @staticmethod
-    def check_params(p: dict, where: str) -> None:
-        from stratus.base.errors import ConfigError
-
-        if not 0 < p["threshold"] <= 1:
-            raise ConfigError(f"{where}.threshold: a utilization in (0, 1], got {p['threshold']}")
-        if p["ticks"] < 0:
-            raise ConfigError(f"{where}.ticks: a number of ticks >= 0, got {p['ticks']}")
 
     def _is_low(self, inst: Instance, free) -> bool:
         thr = self.threshold

@@ -42,7 +42,8 @@ from collections.abc import Sequence
 
 from stratus.compose import Plan
 from stratus.model import Task
-from stratus.packers.binning import bin_of
+from stratus.packers.binning import UNIT_S, bin_of
+from stratus.params import Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
 from stratus.savings import COVERED_FLOOR, marginal_price
@@ -119,20 +120,15 @@ def plan_price(view: ClusterView, itype: InstanceType, market: str, headroom: fl
     return p
 
 
-class CostEfficiencyScaler:
-    """Stratus's scaler (§3.3)."""
+class CostEfficiencyScaler(Parametric):
+    """Stratus's scaler (§3.3); ``unit_s``: the runtime bins' unit, as the packer's."""
 
-    name = "cost-efficiency"
+    label = "cost-efficiency"
+    PARAMS = (UNIT_S,)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
-
-    @staticmethod
-    def check_params(p: dict, where: str) -> None:
-        from stratus.base.errors import ConfigError
-
-        if p["unit_s"] <= 0:
-            raise ConfigError(f"{where}.unit_s: seconds > 0, got {p['unit_s']}")
+        self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         sp = getattr(view, "savings_plan", None)

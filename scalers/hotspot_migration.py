@@ -35,8 +35,9 @@ from operator import ne
 from stratus.compose import Plan
 from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.packers.free_index import GONE, free_of
+from stratus.params import Param, Parametric
 from stratus.pricing.prices import RESERVED
-from stratus.scalers.task_per_instance import acquirable, bid_for
+from stratus.scalers.task_per_instance import BID_FACTOR, acquirable, bid_for
 from stratus.view import ClusterView
 
 
@@ -45,7 +46,7 @@ def hop_gain(p_old: float, p_new: float, remaining: float, spinup: float, transf
     return (p_old - p_new) * (remaining - spinup) - p_old * transfer - p_new * (spinup + transfer)
 
 
-class PriceHopping:
+class PriceHopping(Parametric):
     """Migrator: HotSpot's price-driven hopping with its cost-benefit check (Stratus §4.3).
 
     ``unit``: what a target type must hold. "load": the tasks now on the instance (HSpot:
@@ -56,23 +57,14 @@ class PriceHopping:
     above on-demand, §4.1); None bids on-demand. An instance being vacated is cordoned
     (``Plan.cordon``): the packer gives it no new tasks."""
 
-    name = "hotspot-migration"
+    label = "hotspot-migration"
+    PARAMS = (BID_FACTOR, Param("unit", str, choices=("load", "capacity")))
 
     def __init__(self, bid_factor: float | None = None, unit: str = "load") -> None:
-        if unit not in ("load", "capacity"):
-            raise ValueError(f"unit must be 'load' or 'capacity', got {unit!r}")
         self.bid_factor = bid_factor
         self.unit = unit
+        self.check_init()
         self.reset()
-
-    @staticmethod
-    def check_params(p: dict, where: str) -> None:
-        from stratus.base.errors import ConfigError
-
-        if p["unit"] not in ("load", "capacity"):
-            raise ConfigError(f"{where}.unit: load or capacity, got {p['unit']!r}")
-        if p["bid_factor"] is not None and p["bid_factor"] <= 0:
-            raise ConfigError(f"{where}.bid_factor: a positive factor, got {p['bid_factor']}")
 
     def reset(self) -> None:
         """A new replay: counts and the tracking start again (the cordons are reset by

@@ -39,6 +39,7 @@ from stratus.compose import Plan
 from stratus.model import READY, RUNNING, Instance, Task
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree
+from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import RESERVED
 from stratus.view import ClusterView
@@ -63,15 +64,17 @@ def cheapest_fitting(view: ClusterView, types: Sequence[InstanceType], need: Seq
     return best
 
 
-class KarpenterProvisioner:
+class KarpenterProvisioner(Parametric):
     """Scaler: batch first-fit decreasing into new nodes, cheapest type per node (a
     scale-out that packs first and picks types after, which Stratus §3.3 argues against)."""
 
-    name = "karpenter-provisioner"
+    label = "karpenter-provisioner"
+    PARAMS = (Param("keep", bool),)
     general = False  # True: first fit by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, keep: bool = True) -> None:
         self.keep = keep  # empty nodes are deleted by consolidation, not at once
+        self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = view.acquirable_types()
@@ -154,11 +157,14 @@ class KarpenterProvisioner:
         return nodes
 
 
-class KarpenterConsolidation:
+class KarpenterConsolidation(Parametric):
     """Migrator: WhenEmptyOrUnderutilized consolidation over the first-fit packer's index:
     runtime-unaware clearing (Stratus §3.4 heuristic 2 without estimates, cf. §5.2)."""
 
-    name = "karpenter-consolidation"
+    label = "karpenter-consolidation"
+    PARAMS = (Param("consolidate_after", float, 0, what="seconds"),
+              Param("budget", float, 0, 1, what="a share of the nodes"),
+              Param("replace", bool))
 
     def __init__(self, packer: FirstFit, consolidate_after: float = 300.0, budget: float = 0.10,
                  replace: bool = True) -> None:
@@ -166,17 +172,8 @@ class KarpenterConsolidation:
         self.consolidate_after = consolidate_after
         self.budget = budget
         self.replace = replace
+        self.check_init()
         self.reset()
-
-    @staticmethod
-    def check_params(p: dict, where: str) -> None:
-        from stratus.base.errors import ConfigError
-
-        if p["consolidate_after"] < 0:
-            raise ConfigError(f"{where}.consolidate_after: seconds >= 0, got "
-                              f"{p['consolidate_after']}")
-        if not 0 <= p["budget"] <= 1:
-            raise ConfigError(f"{where}.budget: a share in [0, 1], got {p['budget']}")
 
     def reset(self) -> None:
         """A new replay: instance ids and counts start again (the packer and the cordons

@@ -29,7 +29,8 @@ from typing import Protocol
 from stratus.base.resources import Vec, fits
 from stratus.compose import Plan
 from stratus.model import Task
-from stratus.packers.binpack import BinpackIndex, JobRun
+from stratus.packers.binpack import BINPACK_DIMS, BinpackIndex, JobRun
+from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.scalers.task_per_instance import by_price
 from stratus.view import ClusterView
@@ -103,17 +104,28 @@ class BestFit:
         return self._cache[req]
 
 
-class PerTaskScaler:
+class PerTaskScaler(Parametric):
     """Scaler: a new instance per task of the type ``choice`` picks, with optional same-tick
-    binpack of later tasks onto the tick's new instances (``copack``; Stratus §4.3, §5.1)."""
+    binpack of later tasks onto the tick's new instances (``copack``: the dimension, 0 for
+    CPU or 1 for memory, or None; Stratus §4.3, §5.1)."""
 
+    PARAMS = (Param("copack", int, choices=(0, 1), labels=BINPACK_DIMS, none=True),)
     general = False  # True: copack by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
         self.choice = choice
         self.copack = copack
-        self.name = f"per-task-{choice.name}" + ("" if copack is None else "+copack")
+        self.check_init()
         self._idx: BinpackIndex | None = None  # scratch, emptied after each tick
+
+    @property
+    def label(self) -> str:
+        return f"per-task-{self.choice.name}"
+
+    @property
+    def name(self) -> str:
+        copack = "" if self.copack is None else f"+copack-{BINPACK_DIMS[self.copack]}"
+        return self.label + copack
 
     def reset(self) -> None:
         if hasattr(self.choice, "reset"):
@@ -133,7 +145,7 @@ class PerTaskScaler:
             return
         d = self.copack
         idx = self._idx
-        if idx is None or idx.tree.cap <= view.catalog.max_capacity[d]:
+        if idx is None or idx.dim != d or idx.tree.cap <= view.catalog.max_capacity[d]:
             idx = self._idx = BinpackIndex(view.catalog.max_capacity[d], d)
         groups: list[tuple[InstanceType, list[Task], list[int]]] = []
         flagged: dict[int, set[int]] = {}  # job -> groups holding a flagged task of it

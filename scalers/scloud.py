@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.params import Parametric
 from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.view import ClusterView
 
@@ -76,10 +77,11 @@ def greedy_fill(groups: Sequence[tuple[tuple[int, ...], int]], cap: Sequence[int
     return take
 
 
-class GreedyConstrainedScaler:
+class GreedyConstrainedScaler(Parametric):
     """SCloud's scaler (Stratus §4.3, SuperCloud-Spot's greedy packing)."""
 
-    name = "scloud-greedy"
+    label = "scloud-greedy"
+    PARAMS = ()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = view.acquirable_types()  # spot types above their bid would be revoked at once

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from stratus.base.resources import fits
 from stratus.compose import Plan
 from stratus.model import Task
+from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
 from stratus.view import ClusterView
@@ -37,16 +38,25 @@ def by_price(view: ClusterView, bid_factor: float | None = None) -> list[Instanc
     return [t for _, _, t in sorted((view.price(t), i, t) for i, t in enumerate(types))]
 
 
-class CheapestPerTask:
+#: a spot bid as a multiple of the on-demand price (HotSpot, Stratus §4.1; none: the
+#: engine's bid, on-demand, §3.3): from on-demand (below it a task may wait for a price
+#: that never comes) to EC2's cap, 10x (docs/decisions.md)
+BID_FACTOR = Param("bid_factor", float, 1, 10, what="a multiple of the on-demand price",
+                   none=True)
+
+
+class CheapestPerTask(Parametric):
     """Scaler: one new instance per task, the cheapest type it fits, in the replay market.
 
     ``bid_factor``: bid that multiple of the on-demand price (HotSpot, Stratus §4.1);
     None bids on-demand (§3.3)."""
 
-    name = "cheapest-per-task"
+    label = "cheapest-per-task"
+    PARAMS = (BID_FACTOR,)
 
     def __init__(self, bid_factor: float | None = None) -> None:
         self.bid_factor = bid_factor
+        self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = by_price(view, self.bid_factor)

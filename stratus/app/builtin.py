@@ -72,7 +72,9 @@ def hotspot() -> ComposedScheduler:
 def scloud(pack: bool = False, scale: bool = False, clear: bool = False) -> ComposedScheduler:
     """SCloud (§4.3) and the §5.2 steps from it towards Stratus (Fig. 6): ``pack``, online
     dot-product packing onto running instances; ``scale``, Stratus's cost-efficiency
-    scale-out; ``clear``, instance clearing (without runtime bins)."""
+    scale-out; ``clear``, instance clearing (without runtime bins: it re-packs a cleared
+    instance's tasks by dot product, Fig. 6's last step; without ``pack`` with a
+    dot-product index of its own, as new tasks still go only on new instances)."""
     from stratus.packers.dot_product import DotProductPacker
     from stratus.scalers.chain import MigratorChain
     from stratus.scalers.clearing import InstanceClearing
@@ -84,7 +86,9 @@ def scloud(pack: bool = False, scale: bool = False, clear: bool = False) -> Comp
     scaler = CostEfficiencyScaler() if scale else GreedyConstrainedScaler()
     migrator = PriceHopping(unit="capacity")
     if clear:
-        migrator = MigratorChain(migrator, InstanceClearing(packer))
+        clearing = InstanceClearing(packer) if packer is not None else \
+            InstanceClearing(DotProductPacker(), own_packer=True)
+        migrator = MigratorChain(migrator, clearing)
     return ComposedScheduler("scloud", scaler=scaler, packer=packer, migrator=migrator)
 
 

@@ -355,3 +355,41 @@ def test_every_argument_vector_ends_with_0_or_2_and_no_traceback(box, capsys):
         print(f"\nCLI fuzz: {len(seen['vectors'])} argument vectors, "
               f"{len(seen['errors'])} distinct error messages, {seen['ok']} ran to exit 0")
     assert len(seen["errors"]) >= min(20, len(seen["vectors"]) // 4)
+
+
+# --- scheduler names with options (issue 35) -------------------------------------------------
+SCHEDULER_EXAMPLES = int(os.environ.get("STRATUS_FUZZ_SCHEDULER_EXAMPLES", "40"))
+
+
+@st.composite
+def scheduler_argv(draw):
+    """A replay of a small trace by a scheduler named with random options and parameters
+    (tests/helpers/scheduler_options.py); with the key of the one bad item, or None."""
+    from tests.helpers.scheduler_options import option_strings
+
+    name, bad = draw(option_strings())
+    args = ["replay", "--trace", draw(st.sampled_from(["{box}/small.swf",
+                                                       "synthetic:google?scale=0.005"])),
+            "--hours", "1", "--scheduler", name]
+    args += draw(st.sampled_from([[], ["--market", "on-demand"], ["--json"]]))
+    return args, bad
+
+
+@pytest.mark.slow
+@settings(max_examples=SCHEDULER_EXAMPLES, deadline=None, derandomize=not RANDOM,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=scheduler_argv())
+def test_a_scheduler_named_with_random_options_runs_or_is_one_line_naming_the_bad_one(
+        box, capsys, case):
+    args, bad = case
+    args = [a.replace("{box}", str(box)) for a in args]
+    code = main_within(args, SECONDS_PER_RUN)
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err, (args, cap.err)
+    if bad is None:
+        assert code == 0, (args, cap.err)
+    else:
+        lines = cap.err.splitlines()
+        assert code == 2 and cap.out == "", (args, code, cap.err)
+        assert len(lines) == 1 and lines[0].startswith("stratus: error:") and bad in lines[0], \
+            (args, cap.err)

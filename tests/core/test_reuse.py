@@ -73,7 +73,8 @@ def config_for(name: str, **kw) -> ReplayConfig:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", scheduler_names())
+# and SCloud's clearing with its own packer, which it resets (issue 35)
+@pytest.mark.parametrize("name", [*scheduler_names(), "scloud?clear=true"])
 def test_one_scheduler_and_one_config_replay_twice_alike(name, trace, no_integer_bound):
     sched = make_scheduler(name)
     cfg = config_for(name, prices=swinging_spot())

@@ -69,7 +69,7 @@ def _schedulers_text(docs: list[dict]) -> str:
         "them):",
         *(alias(d) for d in docs if d["alias_of"]),
         "", "parameters (NAME?KEY.NAME=VALUE&...):",
-        *(f"  {d['name']}: " + ", ".join(f"{k}={v}" for k, v in d["params"].items())
+        *(f"  {d['name']}: " + ", ".join(f"{k}={text(v)}" for k, v in d["params"].items())
           for d in docs if d["params"])])
 
 
