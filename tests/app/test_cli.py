@@ -117,6 +117,29 @@ def test_saves_tables(tmp_path, capsys):
     assert {"type", "cost_usd", "requested_s", "released_s"} <= set(inst.columns)
 
 
+SLURM_CSV = ("JobID,Submit,Elapsed,NCPUS,Mem\n123_4,0,600,2,4\n123_5,10,300,2,4\n"
+             "124,20,1200,4,8\n")
+SLURM_FORMAT = "generic?job_id=JobID&submit_s=Submit&runtime_s=Elapsed&cpu=NCPUS&mem_gib=Mem"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["replay", "--warmup-hours", "0"],
+                                  ["qos", "run", "--processors", "8"],
+                                  ["share", "simulate", "--reserved", "1"]])
+def test_jobs_tables_keep_text_job_ids(tmp_path, capsys, argv):
+    import pandas as pd
+
+    trace = tmp_path / "slurm.csv"
+    trace.write_text(SLURM_CSV)
+    code, _, err = run_cli(capsys, *argv, "--trace", str(trace), "--format", SLURM_FORMAT,
+                           "--save", str(tmp_path / "out"), "--json")
+    assert code == 0, err
+    jobs = pd.read_parquet(tmp_path / "out" / "jobs.parquet")
+    ids = dict(zip(jobs["source_job_id"], jobs["job_id"]))
+    assert ids == {"123_4": 0, "123_5": 1, "124": 2}
+    assert list(jobs.columns).index("source_job_id") == list(jobs.columns).index("job_id") + 1
+
+
 NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 
 
