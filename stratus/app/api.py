@@ -101,20 +101,19 @@ def trace_formats() -> dict:
 
 
 def convert(input: str, output: str, format: str | None = None, force: bool = False) -> dict:
-    """``input`` (a trace file, the Google 2011 directory or a synthetic spec) written as
-    canonical Parquet to ``output``; what ``stratus traces convert --json`` prints."""
+    """``input`` (a trace file, the Google 2011 directory or a synthetic spec) written to
+    ``output`` as its name says: canonical Parquet (``.parquet``) or its columns as CSV
+    (``.csv``, ``.csv.gz``); what ``stratus traces convert --json`` prints."""
     import time
     from pathlib import Path
 
-    import pyarrow.parquet as pq
-
     from stratus.app.outputs import check_file, input_paths
-    from stratus.traces.conversion import convert_trace
+    from stratus.traces.conversion import convert_trace, output_kind
 
     check_file(output, "-o", input_paths(input), force)
+    output_kind(Path(output))  # a name that says no format: refused before any work
     t0 = time.perf_counter()
-    rep = convert_trace(input, format, Path(output), force=force)
-    rows = pq.ParquetFile(output).metadata.num_rows
+    rep, rows = convert_trace(input, format, Path(output), force=force)
     for line in rep.lines():
         print(line, file=sys.stderr)
     return {"input": input, "output": output, "tasks": rows,
