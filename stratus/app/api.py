@@ -139,7 +139,7 @@ def _spec(cls, trace, values: dict):
 
 def _window(spec: S.CloudSpec, trace):
     """(trace fitted to the catalog, history(), warm-up hours) for ``spec``."""
-    from stratus.app.session import Session, report_load
+    from stratus.app.session import Session, fit_lines
 
     if isinstance(trace, str):
         sess = Session(spec)
@@ -148,8 +148,8 @@ def _window(spec: S.CloudSpec, trace):
     from stratus.traces.schema import fit_to_catalog
 
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
-    if fitted is not trace:
-        report_load(fitted)
+    for line in fit_lines(trace, fitted):
+        print(line, file=sys.stderr)
     return fitted, (lambda: None), None
 
 
@@ -396,11 +396,16 @@ def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
 def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) -> dict:
     """``stratus advise --commit``: the reserved mix or savings-plan level that minimizes
     the unified replay's bill (stratus.app.commit); ``progress``: a line on stderr as each
-    replay ends."""
+    replay ends (which one, and its time: the bills are the table's, printed once)."""
     from stratus.app.commit import advise_commit
 
+    done = [0]
+
     def line(p):
-        print(f"  {p['commitment']}: {p['total_cost_usd']} $", file=sys.stderr, flush=True)
+        done[0] += 1
+        print(f"advise: replay {done[0]} of at most {spec.replays} done "
+              f"({p['commitment']}, {p['wall_seconds'] or 0:.1f} s)", file=sys.stderr,
+              flush=True)
     fitted, history, warmup_h = _window(spec, spec.trace if trace is None else trace)
     return advise_commit(spec, fitted, history, warmup_h, line if progress else None)
 

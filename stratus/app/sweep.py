@@ -45,7 +45,7 @@ from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.spec import Spec
 from stratus.app.sweep_claims import Claims
-from stratus.app.sweep_run import Cell, CellBar, check_executor, runner
+from stratus.app.sweep_run import MESSAGES, Cell, CellBar, check_executor, runner
 from stratus.base.errors import ConfigError
 
 COMMANDS = ("replay", "waiting")
@@ -313,6 +313,7 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
 
     start = time.time()
     pending, inflight, theirs = deque(todo), {}, []
+    said: set[str] = set()  # what loading the windows had to say, each said once
     last_look, told = 0.0, False
 
     def finished_by_other(c: Cell) -> bool:
@@ -338,6 +339,10 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
             for fut in run.wait(list(inflight), POLL_S if theirs else None):
                 c = inflight.pop(fut)
                 row = run.result(fut, c)
+                for text in row.pop(MESSAGES, None) or ():
+                    if text not in said:
+                        said.add(text)
+                        bar.say(text)
                 store.write_row(results, row)
                 claims.release(c.key)
                 out["run"] += 1

@@ -65,10 +65,16 @@ def _session(spec: Spec, inputs: dict | None = None):
          json.dumps(inputs, sort_keys=True))
     if k not in _SESSIONS:
         _SESSIONS.clear()  # one window at a time: a day of Google is ~1 GiB
-        sess = Session(spec)
+        sess = Session(spec, quiet=True)  # its messages ride in a row (MESSAGES)
         _SESSIONS[k] = (sess, sess.fitted(spec.catalog, spec.drop_oversized) if replay
                         else sess.trace)
     return _SESSIONS[k]
+
+
+#: a row's key for what loading its window had to say (the load report): taken off the
+#: row before it is written, and said by the sweep once however many cells and workers
+#: loaded that window
+MESSAGES = "_messages"
 
 
 def _strip_wall(doc):
@@ -89,6 +95,8 @@ def run_cell(cell: Cell, code: str) -> dict:
                               f"{store.code_version()} vs {code})")
         spec = cell.spec
         sess, trace = _session(spec, cell.inputs)
+        if sess.messages:  # the first cell of the window in this worker says them
+            row[MESSAGES], sess.messages = sess.messages, []
         if cell.command == "replay":
             from stratus.app.registry import get_spec
 

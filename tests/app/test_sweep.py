@@ -76,6 +76,31 @@ def test_sweep_runs_every_cell_once_then_skips_them(tmp_path, capsys):
     assert (doc["cells_total"], doc["cells_run"], doc["cells_skipped"]) == (12, 4, 8)
 
 
+@pytest.mark.slow
+def test_a_load_report_is_said_once_per_sweep(tmp_path, capsys):
+    """Every cell's worker printed its window's load report: once per cell."""
+    trace = tmp_path / "t.csv"
+    rows = ["j,s,r,c,m"] + [f"{i},{i * 600},{0 if i % 5 == 0 else 400},1,2" for i in range(20)]
+    trace.write_text("\n".join(rows) + "\n")
+    cfg = _write(tmp_path, f"""
+command = "replay"
+results = "{{results}}"
+[[traces]]
+label = "csv"
+spec = "{trace}"
+format = "generic?job_id=j&submit_s=s&runtime_s=r&cpu=c&mem_gib=m"
+hours = 1
+slices = 2
+seeds = [1]
+[[grid]]
+scheduler = ["first-fit", "task-per-instance"]
+estimator = ["oracle"]
+""")
+    code, out, err = _run(capsys, "sweep", cfg, "--workers", "1", "--no-cache", "--json")
+    assert code == 0 and json.loads(out)["cells_run"] == 4
+    assert err.count("t.csv: read 20 rows") == 1 and err.count("dropped 4: rows with") == 1
+
+
 def test_keys_follow_configuration_trace_content_and_code(tmp_path):
     from stratus.app.sweep import identity, load_config
 
