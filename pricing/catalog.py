@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from stratus.base.errors import ConfigError
+from stratus.base.errors import ConfigError, shown
 from stratus.base.resources import ALL_DIMS, to_units
 
 HOURS_PER_3_YEARS = 3 * 365 * 24
@@ -31,9 +31,10 @@ class InstanceType:
     family: str = ""
     reserved_hourly: float | None = None
     gpus: int = 0
-    # provenance: where the price comes from, and whether it was checked against it
+    # provenance: where the price comes from, and whether it was checked against it (a
+    # price is unverified unless its maker says so)
     source: str = ""
-    verified: bool = True
+    verified: bool = False
     capacity: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -46,7 +47,7 @@ class InstanceType:
             whole = False
         if not whole:
             raise ConfigError(f"instance type {self.name!r}: gpus must be an integer >= 0, "
-                              f"got {g!r}")
+                              f"got {shown(g)}")
         object.__setattr__(self, "gpus", int(g))
         amounts = (self.vcpu, self.mem_gib, self.gpus) if self.gpus else (self.vcpu, self.mem_gib)
         object.__setattr__(self, "capacity", to_units(*amounts))
@@ -146,7 +147,8 @@ def _m4() -> list[InstanceType]:
         ("m4.10xlarge", 40, 160, 2.00),
         ("m4.16xlarge", 64, 256, 3.20),
     ]
-    return [InstanceType(n, c, m, p, family="m4", source=M4_SOURCE) for n, c, m, p in rows]
+    return [InstanceType(n, c, m, p, family="m4", source=M4_SOURCE, verified=True)
+            for n, c, m, p in rows]
 
 
 M5_LARGE_HOURLY = 0.096

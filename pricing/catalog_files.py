@@ -6,7 +6,9 @@ per type. CSV: a header of field names, one row per type; ``#`` lines are commen
 ``# region = ...``, ``# as_of = ...``, ``# source = ...`` set the file-level keys.
 Per type: ``name``, ``vcpu``, ``mem_gib``, ``ondemand_hourly`` (required); ``family``
 (default: the name before its first ``.``), ``gpus`` (whole number >= 0, default 0),
-``reserved_hourly`` (> 0), ``source`` (text) and ``verified`` (true/false) optional.
+``reserved_hourly`` (> 0), ``source`` (text) and ``verified`` (true/false) optional; a
+price is unverified unless its type says ``verified = true`` (the built-in files say so,
+or not, on every type).
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ def _instance_type(p: Path, where: str, row: dict) -> InstanceType:
             raise bad(k, f"must be a string, got {v!r}")
     if not family:
         raise bad("family", "must be a non-empty string")
-    verified = row.get("verified", True)
+    verified = row.get("verified", False)  # nobody checked it unless the file says so
     if isinstance(verified, str):
         verified = {"true": True, "false": False}.get(verified.lower(), verified)
     if not isinstance(verified, bool):

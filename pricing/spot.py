@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.base.errors import ConfigError, TraceError
+from stratus.base.errors import ConfigError, TraceError, shown
 from stratus.base.reports import LoadReport
 from stratus.pricing.catalog import Catalog
 from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
@@ -271,8 +271,7 @@ def _parse_text(src: str, text: str) -> _Raw:
 
 
 def _show(v: object) -> str:
-    s = repr(v)
-    return s if len(s) <= 40 else s[:37] + "..."
+    return shown(v, 40)
 
 
 def _check_present(raw: _Raw) -> set[str]:

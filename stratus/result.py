@@ -19,6 +19,7 @@ from stratus.pricing.prices import RESERVED
 from stratus.reserved import reserved_text
 from stratus.savings import bound as plan_bound
 from stratus.savings import ledger_bill
+from stratus.traces.schema import source_ids
 
 if TYPE_CHECKING:
     from stratus.accounting import Snapshot
@@ -102,6 +103,9 @@ class ReplayResult:
         jobs = pd.DataFrame({"job_id": work.job_ids, "submit_s": work.job_submit,
                              "end_s": job_end, "longest_task_s": work.job_maxrt,
                              "normalized_latency": norm_lat})
+        labels = source_ids(e.trace.frame, work.job_ids)
+        if labels is not None:  # the source's own ids (traces/schema.py), beside ours
+            jobs.insert(1, "source_job_id", labels)
         # lists converted by numpy first: pandas takes its slow path on long Python lists
         tasks = pd.DataFrame({"first_start_s": np.array(book.first_start, dtype=np.float64),
                               "finish_s": np.array(book.finish, dtype=np.float64),

@@ -3,7 +3,10 @@
 Options (``--format generic?job_id=JobID&submit_s=Submit&...``), all strings:
 
 column mapping, ``canonical_name=source_column``:
-    job_id, submit_s, cpu, mem_gib          required
+    job_id, submit_s, cpu, mem_gib          required; job ids are integers, or any text
+                                            (Slurm's 123_4): then numbered in order of
+                                            first appearance, the text kept as
+                                            source_job_id (in results too)
     runtime_s                               required unless ``end_column`` is given
     task_id                                 default: order of the row within its job (file order)
     user                                    default: "unknown"
@@ -56,6 +59,7 @@ from stratus.traces.tables import (
     duplicate_rows,
     first_negative,
     flags,
+    job_ids,
     numbers,
     option_choice,
     option_text,
@@ -187,7 +191,7 @@ def _dropped_text(report: LoadReport) -> str:
 def _canonical(table: Table, cfg: dict, report: LoadReport) -> tuple[pd.DataFrame, float]:
     """The canonical frame (before sorting) and the submit origin in seconds."""
     cols, unit, fmt = cfg["columns"], cfg["time_unit"], cfg["submit_format"]
-    job = numbers(table, cols["job_id"], integer=True, what="job_id")
+    job, labels = job_ids(table, cols["job_id"])
     submit = seconds(table, cols["submit_s"], fmt, unit, what="submit_s")
     if cfg["end"]:
         end = seconds(table, cfg["end"], fmt, unit, what="end_column")
@@ -204,6 +208,13 @@ def _canonical(table: Table, cfg: dict, report: LoadReport) -> tuple[pd.DataFram
     frame = pd.DataFrame({"job_id": job.astype(np.int64), "submit_s": submit - origin,
                           "runtime_s": runtime, "cpu": cpu, "mem_gib": mem},
                          index=table.frame.index)
+    if labels is not None:
+        frame["source_job_id"] = labels
+        text = labels[int(np.flatnonzero(pd.to_numeric(pd.Series(labels), errors="coerce")
+                                         .isna().to_numpy())[0])]
+        report.note(f"job ids are text ({text!r} is not a number): numbered 0 to "
+                    f"{int(job.max()):,} in order of first appearance; results keep the "
+                    "originals as source_job_id")
     _add_task_ids(table, cfg, frame)
     _add_text(table, cols, frame)
     if "gpus" in cols:
@@ -255,8 +266,10 @@ def _add_task_ids(table: Table, cfg: dict, frame: pd.DataFrame) -> None:
     pair = duplicate_rows(frame[["job_id", "task_id"]].reset_index(drop=True))
     if pair is not None:
         i, j = pair
+        job = (repr(frame["source_job_id"].iloc[j]) if "source_job_id" in frame.columns
+               else frame["job_id"].iloc[j])
         raise TraceError(f"{table.where(frame.index[j])}: duplicate (job_id, task_id) = "
-                         f"({frame['job_id'].iloc[j]}, {frame['task_id'].iloc[j]}), first on "
+                         f"({job}, {frame['task_id'].iloc[j]}), first on "
                          f"{table.place(frame.index[i])}")
 
 
@@ -268,7 +281,8 @@ def _add_text(table: Table, cols: dict, frame: pd.DataFrame) -> None:
     elif "user" in cols:
         frame["job_name"] = user  # like UMass: the user is the best proxy for the program
     else:
-        frame["job_name"] = "job-" + frame["job_id"].astype(str)
+        ids = frame["source_job_id"] if "source_job_id" in frame.columns else frame["job_id"]
+        frame["job_name"] = "job-" + ids.astype(str)
     if "queue" in cols:
         frame["queue"] = strings(table, cols["queue"], what="queue")
 

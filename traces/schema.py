@@ -17,6 +17,9 @@
 | gpus       | float64 | optional: requested GPUs, >= 0 (whole GPUs on a GPU type)  |
 | anti_affinity | bool | optional: no two flagged tasks of one job on one instance    |
 |            |         | (Google 2011 different_machine; read as 0/1 or true/false) |
+| source_job_id | string | optional: the job's id as the source wrote it, when that  |
+|            |         | is not a number (Slurm's 123_4); one per job_id, and the   |
+|            |         | results (jobs tables) carry it beside job_id               |
 
 Rows are kept sorted by (submit_s, job_id, task_id); row position is the task's global id.
 """
@@ -29,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.base.errors import TraceError
+from stratus.base.errors import TraceError, shown
 from stratus.base.reports import LoadReport  # noqa: F401 (re-exported)
 
 REQUIRED: dict[str, str] = {
@@ -44,7 +47,8 @@ REQUIRED: dict[str, str] = {
     "priority": "int64",
 }
 OPTIONAL: dict[str, str] = {"deadline_s": "float64", "estimate_s": "float64", "queue": "string",
-                            "gpus": "float64", "anti_affinity": "bool"}
+                            "gpus": "float64", "anti_affinity": "bool",
+                            "source_job_id": "string"}
 COLUMNS = {**REQUIRED, **OPTIONAL}
 SORT_KEY = ["submit_s", "job_id", "task_id"]
 MAX_REPORTED_ROWS = 5
@@ -75,15 +79,17 @@ def flag_values(values) -> tuple[np.ndarray, np.ndarray]:
 def _bad_rows(source: str, frame: pd.DataFrame, mask: np.ndarray, what: str) -> TraceError:
     idx = np.flatnonzero(mask)
     first = idx[:MAX_REPORTED_ROWS]
-    shown = []
+    places = []
     for i in first:
         row = frame.iloc[int(i)]
         where = f"row {int(i)}"
         if "job_id" in frame.columns and "task_id" in frame.columns:
-            where += f" (job {row['job_id']}, task {row['task_id']})"
-        shown.append(where)
+            job = (shown(row["source_job_id"]) if "source_job_id" in frame.columns
+                   else shown(row["job_id"]))
+            where += f" (job {job}, task {shown(row['task_id'])})"
+        places.append(where)
     more = f" and {idx.size - first.size} more" if idx.size > first.size else ""
-    return TraceError(f"{source}: {what} at {', '.join(shown)}{more}")
+    return TraceError(f"{source}: {what} at {', '.join(places)}{more}")
 
 
 def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
@@ -142,11 +148,35 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
         if mask.any():
             raise _bad_rows(source, frame, mask, what)
     out = pd.DataFrame(cols, index=frame.index)  # arrays: by position, as frame's rows
+    if "source_job_id" in out.columns:
+        _check_source_ids(source, frame, out)
     dup = out.duplicated(["job_id", "task_id"], keep="first").to_numpy()
     if dup.any():
         raise _bad_rows(source, frame, dup, "duplicate (job_id, task_id)")
     out = out.sort_values(SORT_KEY, kind="stable").reset_index(drop=True)
     return out
+
+
+def _check_source_ids(source: str, frame: pd.DataFrame, out: pd.DataFrame) -> None:
+    """One source id per job_id and one job_id per source id: a result's job must name
+    one job of the source."""
+    pairs = out[["job_id", "source_job_id"]].drop_duplicates()
+    for col in ("job_id", "source_job_id"):
+        twice = pairs[col].duplicated(keep=False)
+        if twice.any():
+            value = pairs[col][twice].iloc[0]
+            rows = (out[col] == value).to_numpy()
+            raise _bad_rows(source, frame, rows, f"{col} {shown(value)} has more than one "
+                            f"{'source_job_id' if col == 'job_id' else 'job_id'}")
+
+
+def source_ids(frame: pd.DataFrame, job_ids) -> np.ndarray | None:
+    """The source's id of each of ``job_ids`` (the ``source_job_id`` column), None when
+    the trace's ids are its own."""
+    if "source_job_id" not in frame.columns:
+        return None
+    first = frame.drop_duplicates("job_id").set_index("job_id")["source_job_id"]
+    return first.reindex(np.asarray(job_ids)).astype(object).to_numpy()
 
 
 class Trace:

@@ -91,6 +91,7 @@ class TraceSource:
                 raise TraceError(f"{spec}: no such file (a trace is a path or synthetic:NAME)")
             self.fmt = fmt or guess_format(self.path)
         self._full: Trace | None = None
+        self.reported = False  # whether its load report was said (stratus.app.session)
 
     def full(self) -> Trace:
         """The whole file trace (synthetic: the generator's default window)."""

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.base.errors import TraceError
+from stratus.base.errors import TraceError, shown
 from stratus.traces.schema import LoadReport, Trace
 from stratus.traces.tables import (
     GZIP_MAGIC,
@@ -252,7 +252,7 @@ def _raise_at(source: str, values: np.ndarray, lines: np.ndarray, mask: np.ndarr
     r = int(np.flatnonzero(mask.any(axis=1))[0])
     c = int(np.flatnonzero(mask[r])[0])
     raise TraceError(f"{source}:{lines[r]}: field {c + 1} ({FIELD_NAMES[c]}) {what}, "
-                     f"got {values[r, c]!r}")
+                     f"got {shown(values[r, c])}")
 
 
 def _check_duplicates(source: str, jobs: np.ndarray, lines: np.ndarray) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stratus.base.errors import ConfigError, TraceError
+from stratus.base.errors import ConfigError, TraceError, shown
 from stratus.traces.schema import LoadReport, flag_values
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -268,8 +268,7 @@ def _first(mask: np.ndarray) -> int:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shown(value, 40)
 
 
 def numbers(table: Table, column: str, *, integer: bool = False, empty_ok: bool = False,
@@ -306,6 +305,28 @@ def numbers(table: Table, column: str, *, integer: bool = False, empty_ok: bool 
             raise table.error(i, column, f"not an integer (or too large): {_shown(s.iloc[i])}",
                               what)
     return num
+
+
+def job_ids(table: Table, column: str, what: str = "job_id") -> tuple[np.ndarray, np.ndarray | None]:
+    """(ids as float64 integers, None), or, when some value is not a number at all (Slurm
+    array ids such as ``123_4``, step ids such as ``123.batch``), (every id numbered 0, 1,
+    ... in order of first appearance, the original texts). A column of numbers keeps its
+    values, and a fractional or inexact one is still an error (more likely a wrong column
+    than an id); an empty id is an error either way."""
+    s = table.frame[column]
+    empty = s.isna().to_numpy()
+    text_like = not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s))
+    if text_like and not empty.all():
+        num = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        has_bool = s.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy().any()
+        if (np.isnan(num) & ~empty).any() and not has_bool:
+            labels = strings(table, column, what=what)
+            blank = labels == ""
+            if blank.any():
+                raise table.error(_first(blank), column, "empty", what)
+            codes, _ = pd.factorize(labels, sort=False)
+            return codes.astype(np.float64), labels
+    return numbers(table, column, integer=True, what=what), None
 
 
 def strings(table: Table, column: str, *, empty_ok: bool = True, what: str = "") -> np.ndarray:

@@ -108,20 +108,19 @@ def trace_formats() -> dict:
 
 
 def convert(input: str, output: str, format: str | None = None, force: bool = False) -> dict:
-    """``input`` (a trace file, the Google 2011 directory or a synthetic spec) written as
-    canonical Parquet to ``output``; what ``stratus traces convert --json`` prints."""
+    """``input`` (a trace file, the Google 2011 directory or a synthetic spec) written to
+    ``output`` as its name says: canonical Parquet (``.parquet``) or its columns as CSV
+    (``.csv``, ``.csv.gz``); what ``stratus traces convert --json`` prints."""
     import time
     from pathlib import Path
 
-    import pyarrow.parquet as pq
-
     from stratus.app.outputs import check_file, input_paths
-    from stratus.traces.conversion import convert_trace
+    from stratus.traces.conversion import convert_trace, output_kind
 
     check_file(output, "-o", input_paths(input), force)
+    output_kind(Path(output))  # a name that says no format: refused before any work
     t0 = time.perf_counter()
-    rep = convert_trace(input, format, Path(output), force=force)
-    rows = pq.ParquetFile(output).metadata.num_rows
+    rep, rows = convert_trace(input, format, Path(output), force=force)
     for line in rep.lines():
         print(line, file=sys.stderr)
     return {"input": input, "output": output, "tasks": rows,
@@ -159,7 +158,7 @@ def _history(spec, trace):
 
 def _window(spec: S.CloudSpec, trace):
     """(trace fitted to the catalog, history(), warm-up hours) for ``spec``."""
-    from stratus.app.session import Session, report_load
+    from stratus.app.session import Session, fit_lines
 
     if isinstance(trace, str):
         sess = Session(spec)
@@ -168,8 +167,8 @@ def _window(spec: S.CloudSpec, trace):
     from stratus.traces.schema import fit_to_catalog
 
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
-    if fitted is not trace:
-        report_load(fitted)
+    for line in fit_lines(trace, fitted):
+        print(line, file=sys.stderr)
     return (fitted, *_history(spec, trace))
 
 
@@ -428,11 +427,16 @@ def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
 def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) -> dict:
     """``stratus advise --commit``: the reserved mix or savings-plan level that minimizes
     the unified replay's bill (stratus.app.commit); ``progress``: a line on stderr as each
-    replay ends."""
+    replay ends (which one, and its time: the bills are the table's, printed once)."""
     from stratus.app.commit import advise_commit
 
+    done = [0]
+
     def line(p):
-        print(f"  {p['commitment']}: {p['total_cost_usd']} $", file=sys.stderr, flush=True)
+        done[0] += 1
+        print(f"advise: replay {done[0]} of at most {spec.replays} done "
+              f"({p['commitment']}, {p['wall_seconds'] or 0:.1f} s)", file=sys.stderr,
+              flush=True)
     fitted, history, warmup_h = _window(spec, spec.trace if trace is None else trace)
     return advise_commit(spec, fitted, history, warmup_h, line if progress else None)
 

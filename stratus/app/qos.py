@@ -86,13 +86,19 @@ def run_one(trace, spec: QosRunSpec) -> tuple[dict, dict]:
     """One scheme on ``trace``: (what ``qos run --json`` prints, the per-job columns)."""
     from stratus.qos.run import run
     from stratus.qos.sim import Config
+    from stratus.traces.schema import source_ids
 
     wl = workload(trace, spec, dup_frac=spec.dup_frac, urgent_frac=spec.urgent_frac,
                   urgent_cost=spec.urgent_cost)
     out = run(wl, Config(scheme=spec.scheme, oc=spec.oc, **config_options(spec)))
     doc = {**out.summary, "urgent_frac": spec.urgent_frac, "urgent_cost": spec.urgent_cost,
            "dup_frac": spec.dup_frac, "workload": _workload_doc(wl, spec, trace)}
-    return doc, out.jobs
+    jobs, labels = {}, source_ids(trace.frame, out.jobs["job_id"])
+    for k, v in out.jobs.items():
+        jobs[k] = v
+        if k == "job_id" and labels is not None:  # the source's own ids, beside ours
+            jobs["source_job_id"] = labels.tolist()
+    return doc, jobs
 
 
 def save_jobs(jobs: dict, out) -> None:

@@ -9,12 +9,19 @@ from stratus.app.spec import WindowSpec
 
 class Session:
     """The window ``spec`` names (``--start``/``--hours`` or seeded slice K of N), cut from
-    ``source`` when given (a file is read once however many slices are cut from it)."""
+    ``source`` when given (a file is read once however many slices are cut from it).
 
-    def __init__(self, spec: WindowSpec, source=None, slice_: int | None = None) -> None:
+    What the loader left out is said once per load of the file, however many windows are
+    cut from it, and what fitting a window to a catalog drops once per window: on stderr,
+    or with ``quiet`` into ``messages`` (a sweep's worker: the sweep says each once)."""
+
+    def __init__(self, spec: WindowSpec, source=None, slice_: int | None = None,
+                 quiet: bool = False) -> None:
         from stratus.traces.spec import TraceSource
 
         self.spec = spec
+        self.quiet = quiet
+        self.messages: list[str] = []
         self.source = source or TraceSource(spec.trace, spec.format, spec.seed,
                                             spec.trace_cache())
         k = spec.slice if slice_ is None else slice_
@@ -25,7 +32,18 @@ class Session:
         self.trace = self.source.window(self.start, self.hours)
         self._history = None
         self._history_loaded = False
-        report_load(self.trace)
+        if not self.source.reported:  # once per load, not once per window
+            self.source.reported = True
+            self._say(report_lines(self.trace))
+
+    def _say(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        if self.quiet:
+            self.messages.append("\n".join(lines))
+        else:
+            for line in lines:
+                print(line, file=sys.stderr)
 
     def window_hours(self) -> float:
         """The window's length: --hours, a synthetic spec's hours, else the trace's span."""
@@ -56,8 +74,10 @@ class Session:
         from stratus.traces.schema import fit_to_catalog
 
         trace = fit_to_catalog(self.trace, get_catalog(catalog), drop_oversized)
-        if trace is not self.trace:
-            report_load(trace)
+        where = "" if self.start is None and self.hours is None else (
+            f" (window from {self.start or 0:,.0f} s"
+            + (f", {self.hours:g} h)" if self.hours is not None else ")"))
+        self._say(fit_lines(self.trace, trace, where))
         return trace
 
 
@@ -66,14 +86,25 @@ def getattr_warmup(spec) -> str:
     return spec.warmup_hours if hasattr(spec, "warmup_hours") else "auto"
 
 
-def report_load(trace) -> None:
-    """The loader's report on stderr when it dropped rows or has notes."""
+def report_lines(trace) -> list[str]:
+    """The loader's report as lines when it dropped rows or has notes, else none."""
     rep = trace.meta.get("load_report")
-    if rep and (rep.get("dropped") or rep.get("notes")):
-        from stratus.traces.schema import LoadReport
+    if not (rep and (rep.get("dropped") or rep.get("notes"))):
+        return []
+    from stratus.traces.schema import LoadReport
 
-        for line in LoadReport.from_dict(rep, trace.name).lines():
-            print(line, file=sys.stderr)
+    return LoadReport.from_dict(rep, trace.name).lines()
+
+
+def fit_lines(before, after, where: str = "") -> list[str]:
+    """What fitting ``before`` to a catalog (``after``) dropped, a line per reason: only
+    what the fit added to the load report, which was said already."""
+    if after is before:
+        return []
+    old = (before.meta.get("load_report") or {}).get("dropped", {})
+    new = (after.meta.get("load_report") or {}).get("dropped", {})
+    return [f"{after.name}{where}: dropped {n - old.get(why, 0):,}: {why}"
+            for why, n in new.items() if n != old.get(why, 0)]
 
 
 def sessions(spec: WindowSpec, plan: list[int | None]):

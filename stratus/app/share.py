@@ -42,7 +42,7 @@ def share_doc(spec: ShareOptions, trace):
         if spec.strict and sr.never_fit.any():
             j = int(np.flatnonzero(sr.never_fit)[0])
             raise ConfigError(f"--strict: {int(sr.never_fit.sum())} jobs can never fit the "
-                              f"reserved capacity at N = {n} (the first: job {w.job_id[j]}, "
+                              f"reserved capacity at N = {n} (the first: job {w.job_label(j)}, "
                               f"{w.cpu[j]:g} cores)")
         users, note = per_user(sr, spec.pricing, spec.wait_metric)
         doc = {**head, **summary(sr, spec.steady_state), "reserved_optimal": opt,
@@ -87,8 +87,11 @@ def jobs_frame(sr):
     from stratus.sharing.chargeback import job_charges
 
     w = sr.workload
+    ids = {"job_id": w.job_id}
+    if w.source_job_id is not None:  # the source's own ids (traces/schema.py), beside ours
+        ids["source_job_id"] = w.source_job_id
     return pd.DataFrame({
-        "job_id": w.job_id, "user": np.array(w.users, dtype=object)[w.user],
+        **ids, "user": np.array(w.users, dtype=object)[w.user],
         "submit_s": w.submit, "runtime_s": w.runtime, "cpu": w.cpu,
         "ondemand": sr.ondemand, "never_fit": sr.never_fit, "start_s": sr.start,
         "wait_s": sr.wait, "od_cost": sr.od_cost,

@@ -45,7 +45,7 @@ from stratus.app import spec as S
 from stratus.app import sweep_store as store
 from stratus.app.spec import Spec
 from stratus.app.sweep_claims import Claims
-from stratus.app.sweep_run import Cell, CellBar, check_executor, runner
+from stratus.app.sweep_run import MESSAGES, Cell, CellBar, cell_text, check_executor, runner
 from stratus.base.errors import ConfigError
 
 COMMANDS = ("replay", "waiting")
@@ -300,6 +300,7 @@ def run_sweep(plan: Plan, executor: str, workers: int, progress: bool) -> dict:
     claims = Claims(results)
     try:
         with runner(executor, workers, code) as run:
+            bar.begin(run.capacity)
             _drive(todo, run, claims, results, bar, out)
     finally:
         claims.close()
@@ -322,6 +323,7 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
 
     start = time.time()
     pending, inflight, theirs = deque(todo), {}, []
+    said: set[str] = set()  # what loading the windows had to say, each said once
     last_look, told = 0.0, False
 
     def finished_by_other(c: Cell) -> bool:
@@ -340,13 +342,17 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
             if finished_by_other(c):  # done and let go between our look and our claim
                 claims.release(c.key)
                 out["elsewhere"] += 1
-                bar.step(True)
+                bar.step(True, f"{cell_text(c)} (by another sweep)")
                 continue
             inflight[run.submit(c)] = c
         if inflight:
             for fut in run.wait(list(inflight), POLL_S if theirs else None):
                 c = inflight.pop(fut)
                 row = run.result(fut, c)
+                for text in row.pop(MESSAGES, None) or ():
+                    if text not in said:
+                        said.add(text)
+                        bar.say(text)
                 store.write_row(results, row)
                 claims.release(c.key)
                 out["run"] += 1
@@ -356,7 +362,7 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
                                           "options": c.options, "error": row["error"]})
                     bar.say(f"stratus: cell failed: {c.trace['label']} {c.options}: "
                             f"{row['error']}")
-                bar.step(ok)
+                bar.step(ok, cell_text(c), row.get("wall_seconds"))
         elif theirs:
             if not told:
                 bar.say(f"stratus: {len(theirs)} cell(s) are running in another sweep of "
@@ -369,7 +375,7 @@ def _drive(todo: list[Cell], run, claims: Claims, results: Path, bar: CellBar,
             for c in theirs:
                 if finished_by_other(c):
                     out["elsewhere"] += 1
-                    bar.step(True)
+                    bar.step(True, f"{cell_text(c)} (by another sweep)")
                 elif claims.held_elsewhere(c.key):
                     still.append(c)
                 else:  # let go without a row (that sweep died or was stopped): ours now

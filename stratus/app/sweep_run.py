@@ -65,10 +65,16 @@ def _session(spec: Spec, inputs: dict | None = None):
          json.dumps(inputs, sort_keys=True))
     if k not in _SESSIONS:
         _SESSIONS.clear()  # one window at a time: a day of Google is ~1 GiB
-        sess = Session(spec)
+        sess = Session(spec, quiet=True)  # its messages ride in a row (MESSAGES)
         _SESSIONS[k] = (sess, sess.fitted(spec.catalog, spec.drop_oversized) if replay
                         else sess.trace)
     return _SESSIONS[k]
+
+
+#: a row's key for what loading its window had to say (the load report): taken off the
+#: row before it is written, and said by the sweep once however many cells and workers
+#: loaded that window
+MESSAGES = "_messages"
 
 
 def _strip_wall(doc):
@@ -89,6 +95,8 @@ def run_cell(cell: Cell, code: str) -> dict:
                               f"{store.code_version()} vs {code})")
         spec = cell.spec
         sess, trace = _session(spec, cell.inputs)
+        if sess.messages:  # the first cell of the window in this worker says them
+            row[MESSAGES], sess.messages = sess.messages, []
         if cell.command == "replay":
             from stratus.app.registry import get_spec
 
@@ -179,6 +187,14 @@ def _row_head(cell: Cell, code: str) -> dict:
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         row[f"opt_{k}"] = float(v) if number else str(v)
     return row
+
+
+def cell_text(cell: Cell) -> str:
+    """A cell as a progress line names it: trace label, slice, seed and options."""
+    t = cell.trace
+    where = f" slice {t['slice']}" if t.get("slice") is not None else ""
+    opts = " ".join(f"{k}={v}" for k, v in cell.options.items())
+    return f"{t['label']}{where} seed {t['seed']}" + (f" {opts}" if opts else "")
 
 
 def _died(cell: Cell, code: str, why: str) -> dict:
@@ -297,33 +313,57 @@ def runner(executor: str, workers: int, code: str):
 
 
 class CellBar:
-    """Cells done, failed, and the time left, drawn by rich on stderr, on a terminal only
-    (a cell is seconds to minutes: each one redraws)."""
+    """Cells done, failed, and the time left, on stderr: a bar drawn by rich on a terminal
+    (a cell is seconds to minutes: each one redraws); into a pipe or a file, a plain line
+    per finished cell, at most one each ``LINE_EVERY_S`` (and always the last), so that a
+    log shows the sweep is working and where it stands."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    #: the least wall time between two plain progress lines (the last one always shows)
+    LINE_EVERY_S = 5.0
+
+    def __init__(self, total: int, enabled: bool, stream=None) -> None:
         self.total, self.done, self.failed = total, 0, 0
+        self.stream = stream or sys.stderr
         self._progress = None
-        if enabled and total > 0:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
+        self._lines = False
+        self._start = time.monotonic()
+        self._last_line = -float("inf")
+        if not enabled or total <= 0:
+            return
+        if not (hasattr(self.stream, "isatty") and self.stream.isatty()):
+            self._lines = True
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
-            self._progress = Progress(
-                TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("cells, {task.fields[failed]} failed"), TimeRemainingColumn(),
-                console=Console(file=sys.stderr), auto_refresh=False, transient=False,
-                redirect_stdout=False, redirect_stderr=False)
-            self._task = self._progress.add_task("sweep", total=total, failed=0)
-            self._progress.start()
+        self._progress = Progress(
+            TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("cells, {task.fields[failed]} failed"), TimeRemainingColumn(),
+            console=Console(file=self.stream), auto_refresh=False, transient=False,
+            redirect_stdout=False, redirect_stderr=False)
+        self._task = self._progress.add_task("sweep", total=total, failed=0)
+        self._progress.start()
 
-    def step(self, ok: bool) -> None:
+    def begin(self, slots: int) -> None:
+        """The cells start, ``slots`` at a time (said in a pipe only: the bar shows it)."""
+        if self._lines:
+            self._start = time.monotonic()
+            print(f"sweep: {self.total} cells to run, {slots} at a time; a line as they "
+                  "finish", file=self.stream, flush=True)
+
+    def step(self, ok: bool, what: str = "", seconds: float | None = None) -> None:
+        """A cell ended (``what`` names it, ``seconds`` its wall time)."""
         self.done += 1
         self.failed += not ok
+        if self._lines:
+            self._line(ok, what, seconds)
+            return
         if self._progress is None:
             return
         self._progress.update(self._task, completed=self.done, failed=self.failed)
@@ -331,12 +371,28 @@ class CellBar:
         if self.done == self.total:
             self.close()
 
+    def _line(self, ok: bool, what: str, seconds: float | None) -> None:
+        now = time.monotonic()
+        if now - self._last_line < self.LINE_EVERY_S and self.done < self.total:
+            return
+        self._last_line = now
+        elapsed = now - self._start
+        left = ""
+        if self.done < self.total:
+            left = f", about {_duration(elapsed / self.done * (self.total - self.done))} left"
+        last = ""
+        if what:
+            took = "" if seconds is None else f" in {seconds:.1f} s"
+            last = f"; last: {what}{took}{'' if ok else ' (failed)'}"
+        print(f"sweep: [{self.done}/{self.total}] cells done, {self.failed} failed, "
+              f"{_duration(elapsed)} elapsed{left}{last}", file=self.stream, flush=True)
+
     def say(self, line: str) -> None:
         """One line on stderr, above the bar while it is up."""
         if self._progress is not None:
             self._progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
-            print(line, file=sys.stderr, flush=True)
+            print(line, file=self.stream, flush=True)
 
     def close(self) -> None:
         if self._progress is not None:
@@ -344,3 +400,11 @@ class CellBar:
             self._progress = None
 
 
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s`` or ``2 h 7 min``: wall time as a person reads it."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"

@@ -25,6 +25,7 @@ import numpy as np
 
 from stratus.base.errors import ConfigError
 from stratus.pricing.catalog_files import get_catalog
+from stratus.traces.schema import source_ids
 from stratus.waiting.bill import smallest_vm_costs
 from stratus.waiting.pool import PoolRun, PoolSpec, WaitingPolicy, simulate, steady_mask
 
@@ -58,6 +59,7 @@ class Workload:
     t0: float
     period_end: float
     name: str = ""
+    source_job_id: np.ndarray | None = None  # the source's ids, when text (traces/schema.py)
 
     @property
     def n(self) -> int:
@@ -66,7 +68,14 @@ class Workload:
     def subset(self, mask: np.ndarray) -> Workload:
         return replace(self, job_id=self.job_id[mask], submit=self.submit[mask],
                        runtime=self.runtime[mask], cpu=self.cpu[mask], mem=self.mem[mask],
-                       user=self.user[mask])
+                       user=self.user[mask],
+                       source_job_id=None if self.source_job_id is None
+                       else self.source_job_id[mask])
+
+    def job_label(self, j: int) -> str:
+        """Job ``j`` as the source names it."""
+        return repr(self.source_job_id[j]) if self.source_job_id is not None \
+            else str(self.job_id[j])
 
     def of_users(self, codes) -> Workload:
         return self.subset(np.isin(self.user, np.asarray(list(codes), dtype=np.int64)))
@@ -95,7 +104,8 @@ def workload_from_frame(frame, name: str = "") -> Workload:
                     cpu=agg["cpu"].to_numpy(np.float64)[order],
                     mem=agg["mem_gib"].to_numpy(np.float64)[order],
                     user=codes.astype(np.int64)[order], users=tuple(str(u) for u in users),
-                    t0=float(submit[0]), period_end=float(submit[-1]), name=name)
+                    t0=float(submit[0]), period_end=float(submit[-1]), name=name,
+                    source_job_id=source_ids(frame, job[order]))
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,56 @@ def test_saves_tables(tmp_path, capsys):
     assert {"type", "cost_usd", "requested_s", "released_s"} <= set(inst.columns)
 
 
+SLURM_CSV = ("JobID,Submit,Elapsed,NCPUS,Mem\n123_4,0,600,2,4\n123_5,10,300,2,4\n"
+             "124,20,1200,4,8\n")
+SLURM_FORMAT = "generic?job_id=JobID&submit_s=Submit&runtime_s=Elapsed&cpu=NCPUS&mem_gib=Mem"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["replay", "--warmup-hours", "0"],
+                                  ["qos", "run", "--processors", "8"],
+                                  ["share", "simulate", "--reserved", "1"]])
+def test_jobs_tables_keep_text_job_ids(tmp_path, capsys, argv):
+    import pandas as pd
+
+    trace = tmp_path / "slurm.csv"
+    trace.write_text(SLURM_CSV)
+    code, _, err = run_cli(capsys, *argv, "--trace", str(trace), "--format", SLURM_FORMAT,
+                           "--save", str(tmp_path / "out"), "--json")
+    assert code == 0, err
+    jobs = pd.read_parquet(tmp_path / "out" / "jobs.parquet")
+    ids = dict(zip(jobs["source_job_id"], jobs["job_id"]))
+    assert ids == {"123_4": 0, "123_5": 1, "124": 2}
+    assert list(jobs.columns).index("source_job_id") == list(jobs.columns).index("job_id") + 1
+
+
+def _dropping_csv(path, oversized: bool = False):
+    """60 one-task jobs over 5 hours; every tenth has runtime 0 (dropped by the loader),
+    and with ``oversized`` every seventh asks for 100 cores (more than any m4 type)."""
+    rows = ["JobID,Submit,Elapsed,NCPUS,Mem"]
+    for i in range(60):
+        cores = 100 if oversized and i % 7 == 3 else 1 + i % 3
+        rows.append(f"{i},{i * 300},{0 if i % 10 == 0 else 300 + 7 * i},{cores},{1 + i % 4}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_the_load_report_prints_once_however_many_slices(tmp_path, capsys):
+    """It printed once per slice: the file is loaded once, and says so once; what fitting
+    each window to the catalog drops is said once per window."""
+    trace = _dropping_csv(tmp_path / "t.csv", oversized=True)
+    code, _, err = run_cli(capsys, "compare", "--trace", str(trace), "--format", SLURM_FORMAT,
+                           "--slices", "3", "--hours", "2",
+                           "--schedulers", "first-fit", "--jobs", "1", "--drop-oversized",
+                           "--no-progress", "--json")
+    assert code == 0, err
+    assert err.count("t.csv: read 60 rows") == 1
+    assert err.count("dropped 6: rows with runtime <= 0") == 1
+    fits = [line for line in err.splitlines() if "larger than every m4 type" in line]
+    assert len(fits) == 3 and all("t.csv (window from " in line for line in fits)
+
+
 NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 
 

@@ -76,6 +76,74 @@ def test_sweep_runs_every_cell_once_then_skips_them(tmp_path, capsys):
     assert (doc["cells_total"], doc["cells_run"], doc["cells_skipped"]) == (12, 4, 8)
 
 
+@pytest.mark.slow
+def test_a_load_report_is_said_once_per_sweep(tmp_path, capsys):
+    """Every cell's worker printed its window's load report: once per cell."""
+    trace = tmp_path / "t.csv"
+    rows = ["j,s,r,c,m"] + [f"{i},{i * 600},{0 if i % 5 == 0 else 400},1,2" for i in range(20)]
+    trace.write_text("\n".join(rows) + "\n")
+    cfg = _write(tmp_path, f"""
+command = "replay"
+results = "{{results}}"
+[[traces]]
+label = "csv"
+spec = "{trace}"
+format = "generic?job_id=j&submit_s=s&runtime_s=r&cpu=c&mem_gib=m"
+hours = 1
+slices = 2
+seeds = [1]
+[[grid]]
+scheduler = ["first-fit", "task-per-instance"]
+estimator = ["oracle"]
+""")
+    code, out, err = _run(capsys, "sweep", cfg, "--workers", "1", "--no-cache", "--json")
+    assert code == 0 and json.loads(out)["cells_run"] == 4
+    assert err.count("t.csv: read 20 rows") == 1 and err.count("dropped 4: rows with") == 1
+
+
+@pytest.mark.slow
+def test_a_piped_sweep_says_where_it_stands(tmp_path, capsys):
+    """Piped (not a terminal), a sweep said nothing until it ended: on a busy machine a
+    user could not tell it was working. It says how many cells, then a line as they end."""
+    cfg = _write(tmp_path, WAITING)
+    code, out, err = _run(capsys, "sweep", cfg, "--workers", "1", "--json")
+    assert code == 0 and json.loads(out)["cells_run"] == 8  # stdout: the one document
+    lines = err.splitlines()
+    assert lines[0] == "sweep: 8 cells to run, 1 at a time; a line as they finish"
+    progress = [x for x in lines if x.startswith("sweep: [")]
+    assert progress[0].startswith("sweep: [1/8] cells done, 0 failed, ")
+    assert progress[-1].startswith("sweep: [8/8] cells done, 0 failed, ")
+    assert "left" not in progress[-1] and "; last: mms seed " in progress[-1]
+    code, _, err = _run(capsys, "sweep", cfg, "--workers", "1", "--no-progress", "--json",
+                        "--results", tmp_path / "other")
+    assert code == 0 and "sweep:" not in err
+
+
+def test_progress_lines_are_spaced_out_and_name_the_cell(monkeypatch):
+    import io
+
+    from stratus.app.sweep_run import CellBar
+
+    clock = iter([-3.0, 0.0, 1.0, 2.0, 6.5, 7.0, 9.0])
+    monkeypatch.setattr("stratus.app.sweep_run.time.monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    bar = CellBar(4, True, stream)
+    bar.begin(2)  # the cells start at 0 s
+    bar.step(True, "a seed 1 policy=njw", 1.04)  # 1 s: the first cell, always said
+    bar.step(False, "b", 0.5)  # 2 s: within 5 s of the last line
+    bar.step(True, "c", 3.0)  # 6.5 s
+    bar.step(True, "d", 0.2)  # 7 s: the last, always said
+    assert stream.getvalue().splitlines() == [
+        "sweep: 4 cells to run, 2 at a time; a line as they finish",
+        "sweep: [1/4] cells done, 0 failed, 1 s elapsed, about 3 s left; last: a seed 1 "
+        "policy=njw in 1.0 s",
+        "sweep: [3/4] cells done, 1 failed, 6 s elapsed, about 2 s left; last: c in 3.0 s",
+        "sweep: [4/4] cells done, 1 failed, 7 s elapsed; last: d in 0.2 s"]
+    quiet = io.StringIO()
+    CellBar(4, False, quiet).step(True, "a", 1.0)
+    assert quiet.getvalue() == ""
+
+
 def test_keys_follow_configuration_trace_content_and_code(tmp_path):
     from stratus.app.sweep import identity, load_config
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -50,7 +51,7 @@ mem_gib = 512
 ondemand_hourly = 3.5
 gpus = 0
 source = "quote 2025-01-12"
-verified = false
+verified = true
 """
 
 MY_CSV = """\
@@ -60,7 +61,7 @@ MY_CSV = """\
 name,vcpu,mem_gib,ondemand_hourly,reserved_hourly,family,gpus,source,verified
 c.small,2,4,0.09,,,,,
 m.small,2,8,0.11,0.07,,,,
-r.big,64,512,3.5,,r,0,quote 2025-01-12,false
+r.big,64,512,3.5,,r,0,quote 2025-01-12,true
 """
 
 
@@ -87,7 +88,9 @@ def test_a_users_three_family_catalog_reads_the_same_from_toml_and_csv(mine):
     assert toml.families == ["c", "m", "r"]  # family defaults to the name before its "."
     assert (toml.region, toml.as_of) == ("eu-west-1", "2025-01")
     assert toml["m.small"].reserved_hourly == 0.07 and toml["c.small"].reserved_hourly is None
-    assert not toml["r.big"].verified and toml["c.small"].verified
+    # unverified unless the file says so (it said "verified" of every type without it)
+    assert toml["r.big"].verified and not toml["c.small"].verified
+    assert not toml["m.small"].verified
     assert toml.name == toml.origin == str(mine[0])  # never mistaken for a built-in name
     assert get_catalog(str(mine[1])) is csv  # get_catalog takes a path too; read once
 
@@ -122,7 +125,7 @@ MALFORMED = [
     ("empty.toml", 'region = "x"\n', ["no instance types"]),
     ("syntax.toml", MY_TOML.replace('name = "m.small"', 'name = "m.small'),
      ["not valid TOML", "line"]),
-    ("badverified.toml", MY_TOML.replace("verified = false", 'verified = "maybe"'),
+    ("badverified.toml", MY_TOML.replace("verified = true", 'verified = "maybe"'),
      ["types[3] (r.big)", "'verified'"]),
     ("column.csv", MY_CSV.replace("mem_gib,", "memory,"), ["line 4 (header)", "'memory'"]),
     ("nonnumeric.csv", MY_CSV.replace("m.small,2,8,", "m.small,2,eight,"),
@@ -231,6 +234,16 @@ def test_catalogs_lists_the_builtins_as_one_json_document(capsys):
     assert "m4.16xlarge" in capsys.readouterr().out
 
 
+def test_a_users_price_shows_unverified_unless_the_file_says_so(mine, capsys):
+    assert main(["catalogs", "show", str(mine[0])]) == 0
+    rows = {line.split()[0]: line.split()[-1] for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("c.small", "m.small", "r.big"))}
+    assert rows == {"c.small": "no", "m.small": "no", "r.big": "yes"}
+    assert main(["catalogs", "show", "m5"]) == 0  # a built-in keeps what it states
+    out = capsys.readouterr().out
+    assert "m5.large" in out and "yes" in out and "no" in out
+
+
 @pytest.mark.parametrize("name", builtin_names())
 def test_each_builtin_loads_and_every_price_has_a_source(name):
     cat = load_catalog(name)
@@ -243,6 +256,8 @@ def test_each_builtin_loads_and_every_price_has_a_source(name):
         assert all(t.source for t in cat)
         assert any(not t.verified for t in cat) == ("verified = false" in
                                                     _builtin_text(name))
+        text = _builtin_text(name)  # each type states it: never taken by default
+        assert text.count("[[types]]") == len(re.findall(r"(?m)^verified = ", text))
 
 
 def _builtin_text(name: str) -> str:

@@ -92,6 +92,21 @@ def test_the_load_report_prints_the_same_from_the_cache(tmp_path, capsys):
     assert "read from the trace cache" in first and rest == plain.err
 
 
+def test_text_job_ids_round_trip_with_their_numbers(tmp_path):
+    """A generic table with Slurm array ids: the entry keeps the ids' mapping."""
+    path = tmp_path / "slurm.csv"
+    path.write_text("JobID,Submit,Elapsed,NCPUS,Mem\n123_4,0,600,2,4\n123_5,10,300,2,4\n"
+                    "124,20,1200,4,8\n")
+    fmt = "generic?job_id=JobID&submit_s=Submit&runtime_s=Elapsed&cpu=NCPUS&mem_gib=Mem"
+    cache = C.TraceCache(tmp_path / "cache")
+    fresh = cache.load(path, fmt)
+    again = cache.load(path, fmt)
+    assert len(entries(cache.root)) == 1
+    same(fresh, again)
+    assert dict(zip(again.frame["source_job_id"], again.frame["job_id"])) == {
+        "123_4": 0, "123_5": 1, "124": 2}
+
+
 def test_google2011_directory_round_trips_whole(tmp_path, calls):
     cache = C.TraceCache(tmp_path)
     fmt = "google2011?window_start_s=8500&window_hours=0.2"

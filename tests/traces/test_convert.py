@@ -118,3 +118,47 @@ def test_bad_output_is_one_line(tmp_path, capsys):
                    "no such directory")
     one_line_error(*run_cli(capsys, "traces", "convert", SPEC, "-o", str(tmp_path), "--force"),
                    "is a directory")
+
+
+# --- the output's name says its format ----------------------------------------------------
+CANONICAL = {c: c for c in ("job_id", "task_id", "submit_s", "runtime_s", "cpu", "mem_gib",
+                            "user", "job_name", "priority")}
+
+
+@pytest.mark.parametrize("name", ["day.csv", "day.CSV", "day.csv.gz"])
+def test_a_csv_name_gets_csv(tmp_path, capsys, name):
+    """``-o out.csv`` wrote Parquet under a .csv name; it writes CSV, which reads back as
+    the same trace."""
+    from stratus.traces import generic
+
+    out = tmp_path / name
+    code, stdout, _ = run_cli(capsys, "traces", "convert", SPEC, "-o", str(out), "--json")
+    want = generate("google", hours=2, seed=3, scale=0.2)
+    assert code == 0 and json.loads(stdout)["tasks"] == len(want)
+    head = out.read_bytes()[:4]
+    assert head != b"PAR1" and (head[:2] == b"\x1f\x8b") == name.endswith(".gz")
+    got = pd.read_csv(out, dtype={"user": str, "job_name": str})
+    pd.testing.assert_frame_equal(got, want.frame, check_dtype=False, check_exact=True)
+    assert len(generic.load(out, **CANONICAL)) == len(want)  # and it loads as a trace
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # no temporary left
+
+
+@pytest.mark.parametrize("name", ["day.txt", "day", "day.json", "day.parquet.bak"])
+def test_a_name_that_says_no_format_is_refused_before_any_work(tmp_path, capsys, monkeypatch,
+                                                               name):
+    def no_work(*args, **kwargs):
+        raise AssertionError("loaded before the output was checked")
+
+    monkeypatch.setattr(conversion.TraceSource, "full", no_work)
+    one_line_error(*run_cli(capsys, "traces", "convert", SPEC, "-o", str(tmp_path / name)),
+                   "end the name in .parquet (canonical Parquet) or .csv / .csv.gz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_csv_of_text_job_ids_keeps_them(tmp_path, capsys):
+    src = tmp_path / "slurm.csv"
+    src.write_text("JobID,Submit,Elapsed,NCPUS,Mem\n123_4,0,600,2,4\n124,20,1200,4,8\n")
+    fmt = "generic?job_id=JobID&submit_s=Submit&runtime_s=Elapsed&cpu=NCPUS&mem_gib=Mem"
+    out = tmp_path / "canon.csv"
+    assert run_cli(capsys, "traces", "convert", str(src), "--format", fmt, "-o", str(out))[0] == 0
+    assert pd.read_csv(out)["source_job_id"].tolist() == ["123_4", "124"]

@@ -165,6 +165,80 @@ def test_bad_mapping_files(tmp_path):
         generic.load(SACCT, mapping=str(wrong))
 
 
+# --- text job ids (Slurm array ids) ------------------------------------------------------
+
+SLURM = ("JobID,Submit,Elapsed,NCPUS,Mem\n124,30,100,1,1\n123_4,0,600,2,4\n"
+         "123_5,10,0,2,4\n124,40,200,1,1\n 123_6 ,20,50,1,1\n")
+SLURM_OPTS = {"job_id": "JobID", "submit_s": "Submit", "runtime_s": "Elapsed", "cpu": "NCPUS",
+              "mem_gib": "Mem"}
+
+
+def test_slurm_array_ids_are_numbered_in_order_of_first_appearance(tmp_path):
+    path = tmp_path / "slurm.csv"
+    path.write_text(SLURM)
+    t = generic.load(path, **SLURM_OPTS)
+    f = t.frame
+    pairs = dict(zip(f["source_job_id"], f["job_id"]))
+    # file order: 124 first, then 123_4, 123_5 (dropped: runtime 0, but numbered), 123_6
+    assert pairs == {"124": 0, "123_4": 1, "123_6": 3}
+    assert list(f.loc[f["job_id"] == 0, "task_id"]) == [0, 1]  # 124's two rows: one job
+    assert t.n_jobs == 3
+    assert set(f["job_name"]) == {"job-124", "job-123_4", "job-123_6"}
+    note = t.meta["load_report"]["notes"][0]
+    assert "'123_4' is not a number" in note and "source_job_id" in note
+    again = generic.load(path, **SLURM_OPTS)
+    assert again.frame.equals(f)  # deterministic
+
+
+def test_text_ids_in_parquet_and_a_canonical_copy(tmp_path):
+    path = tmp_path / "slurm.csv"
+    path.write_text(SLURM)
+    pq = tmp_path / "slurm.parquet"
+    pd.read_csv(path, dtype={"JobID": str}).to_parquet(pq)
+    assert generic.load(pq, **SLURM_OPTS).frame.equals(generic.load(path, **SLURM_OPTS).frame)
+    canon = tmp_path / "canon.parquet"
+    generic.load(path, **SLURM_OPTS).to_parquet(canon)
+    assert list(Trace.from_parquet(canon).frame["source_job_id"]) == ["123_4", "123_6", "124",
+                                                                     "124"]
+
+
+def test_numeric_ids_are_kept_as_they_are(tmp_path):
+    t = generic.load(TASKS, **TASKS_OPTS)
+    assert not t.has("source_job_id") and 7 in set(t.frame["job_id"])
+
+
+@pytest.mark.parametrize("body, words", [
+    ("a_1,0,5,1,1\n,1,5,1,1\n", ["t.csv:3", "'JobID' (job_id)", "empty"]),
+    ("a_1,0,5,1,1\n   ,1,5,1,1\n", ["t.csv:3", "'JobID' (job_id)", "empty"]),
+])
+def test_text_ids_must_not_be_empty(tmp_path, body, words):
+    path = tmp_path / "t.csv"
+    path.write_text("JobID,Submit,Elapsed,NCPUS,Mem\n" + body)
+    with pytest.raises(TraceError) as exc:
+        generic.load(path, **SLURM_OPTS)
+    assert all(w in str(exc.value) for w in words), str(exc.value)
+
+
+def test_duplicate_task_names_the_source_id(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("j,t,s,r,c,m\n123_4,0,0,5,1,1\n123_4,0,3,5,1,1\n")
+    with pytest.raises(TraceError, match=r"t\.csv:3: duplicate \(job_id, task_id\) = "
+                                          r"\('123_4', 0\), first on line 2"):
+        generic.load(path, job_id="j", task_id="t", submit_s="s", runtime_s="r", cpu="c",
+                     mem_gib="m")
+
+
+def test_source_ids_must_name_one_job_each():
+    from tests.helpers.trace import make_trace
+
+    frame = make_trace([(0, 0, 0.0, 5.0, 1.0, 1.0), (1, 0, 1.0, 5.0, 1.0, 1.0)]).frame
+    with pytest.raises(TraceError, match="source_job_id 'a' has more than one job_id"):
+        Trace(frame.assign(source_job_id=["a", "a"]))
+    with pytest.raises(TraceError, match="job_id 0 has more than one source_job_id"):
+        Trace(frame.assign(job_id=[0, 0], task_id=[0, 1], source_job_id=["a", "b"]))
+    assert len(Trace(frame.assign(source_job_id=["a", "b"]))) == 2
+
+
 # --- bad data is a TraceError naming line/row and column --------------------------------
 
 

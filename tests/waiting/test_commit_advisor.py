@@ -95,3 +95,24 @@ def test_advise_commit_savings_plan_reports_levels(capsys):
     for p in doc["points"][1:]:
         assert p["commitment_cost_usd"] > 0
     assert doc["optimum"]["total_cost_usd"] <= doc["points"][0]["total_cost_usd"]
+
+
+@pytest.mark.slow
+def test_advise_commit_prints_its_table_once(capsys, spawner_lock):
+    """Its progress lines (in workers: one per finished replay) repeated each point's bill:
+    the table was printed twice, once line by line on stderr. Progress says which replay
+    ended; the bills are the table's."""
+    with spawner_lock():
+        code = main(["advise", "--commit", "reserved", "--trace",
+                     "synthetic:google?scale=0.01", "--hours", "2", "--market", "on-demand",
+                     "--replays", "3", "--jobs", "2"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.lstrip("* ").startswith(("none", "m4."))]
+    assert len(rows) >= 3
+    for row in rows:
+        total = row.split()[-5]  # the total $ column
+        assert total not in err
+    progress = [line for line in err.splitlines() if line.startswith("advise: replay")]
+    assert len(progress) == len(rows) and "of at most 3 done" in progress[0]
+

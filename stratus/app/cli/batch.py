@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from stratus.app import api
-from stratus.app.cli.common import add_output_flags, print_doc, progress_wanted
+from stratus.app.cli.common import add_output_flags, print_doc
 
 
 def add_parsers(sub) -> None:
@@ -26,7 +26,8 @@ def add_parsers(sub) -> None:
                         "~/.cache/stratus)")
     p.add_argument("--no-cache", action="store_true",
                    help="load traces from their raw files; read and write no cache")
-    add_output_flags(p, progress=True)
+    add_output_flags(p, progress=True, progress_help="no progress on stderr (a bar on a "
+                     "terminal, else a line as cells finish, at most one every 5 s)")
     p = sub.add_parser("report", help="the papers' figures from a sweep's results, as one "
                                       "HTML page with PNGs")
     p.add_argument("results", metavar="RESULTS_DIR", help="a sweep's results directory")
@@ -40,7 +41,7 @@ def cmd_sweep(args) -> int:
     """Exit 0 when every cell has a result, 1 when some failed (their rows say why; a
     rerun retries them), 2 on a bad config or option."""
     out = api.sweep(args.config, args.results, args.executor, args.workers,
-                    progress=progress_wanted(args), cache_dir=args.cache_dir,
+                    progress=not args.no_progress, cache_dir=args.cache_dir,
                     no_cache=args.no_cache)
     print_doc(out, args.json, lambda: (
         f"{out['cells_total']} cells: {out['cells_run']} run, {out['cells_skipped']} "

@@ -67,11 +67,11 @@ def spec_from(args: argparse.Namespace, cls: type[S.Spec], **extra):
     return cls.build({**values, **extra}, S.cli_label)
 
 
-def add_output_flags(p: argparse.ArgumentParser, progress: bool = False) -> None:
+def add_output_flags(p: argparse.ArgumentParser, progress: bool = False,
+                     progress_help: str = "no progress bar even on a terminal") -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     if progress:
-        p.add_argument("--no-progress", action="store_true",
-                       help="no progress bar even on a terminal")
+        p.add_argument("--no-progress", action="store_true", help=progress_help)
 
 
 def progress_wanted(args) -> bool:

@@ -22,10 +22,13 @@ def add_parsers(sub) -> None:
                    help="print one JSON document on stdout")
     tr = sub.add_parser("traces", help="convert and characterize traces").add_subparsers(
         dest="traces_cmd", required=True)
-    p = tr.add_parser("convert", help="write a trace as canonical Parquet (streams big inputs)")
+    p = tr.add_parser("convert", help="write a trace as canonical Parquet or CSV (streams big "
+                                      "inputs)")
     p.add_argument("input", help="trace file, the Google 2011 directory or synthetic:NAME[?k=v&...]")
     p.add_argument("--format", dest="fmt", help="input format (see `stratus traces formats`)")
-    p.add_argument("-o", "--output", required=True, help="output .parquet")
+    p.add_argument("-o", "--output", required=True,
+                   help="output file: .parquet (canonical Parquet) or .csv / .csv.gz (its "
+                        "columns as CSV); any other name is refused")
     p.add_argument("--force", action="store_true", help="replace the output if it exists")
     add_output_flags(p)
     p = tr.add_parser("describe", help="jobs, tasks, runtimes, requests, priorities, arrivals, "

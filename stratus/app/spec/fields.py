@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-from stratus.base.errors import ConfigError
+from stratus.base.errors import ConfigError, plain
 
 MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
 CATALOG_HELP = ("instance catalog: a built-in name (see `stratus catalogs`) or your own "
@@ -313,8 +313,8 @@ class Spec:
             check = f.metadata.get("check")
             if check is None:
                 continue
-            try:
-                v = check(getattr(self, f.name))
+            try:  # numpy numbers as the Python numbers they are (and in messages so)
+                v = check(plain(getattr(self, f.name)))
             except Bad as exc:
                 raise ConfigError(f"{label(f.name)} {exc}") from None
             except ConfigError as exc:  # a validator's own message: say which option

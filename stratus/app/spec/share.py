@@ -71,22 +71,30 @@ def floats(v, option: str) -> list[float]:
     return sorted(set(vals))
 
 
+def _items(v) -> list:
+    """A list or tuple as it is; one number as a list of it."""
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
 def _thetas(v):
     floats(v, "--thetas")
-    return v if isinstance(v, str) else ",".join(repr(float(x)) for x in v)
+    return v if isinstance(v, str) else ",".join(repr(float(x)) for x in _items(v))
 
 
 def _ks(v):
     ks = floats(v, "--ks")
     if any(not k.is_integer() or k > 1_000_000 for k in ks):
         raise ConfigError(f"--ks takes whole numbers from 0 to 1,000,000, got {v!r}")
-    return v if isinstance(v, str) else ",".join(str(int(k)) for k in v)
+    return v if isinstance(v, str) else ",".join(str(int(k)) for k in _items(v))
 
 
 def _policies(v):
     from stratus.sharing.cluster import POLICIES
 
-    pols = [p.strip() for p in (v.split(",") if isinstance(v, str) else v) if p.strip()]
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) for p in items):
+        raise ConfigError(f"--policies takes names among {', '.join(POLICIES)}, got {v!r}")
+    pols = [p.strip() for p in items if p.strip()]
     bad = [p for p in pols if p not in POLICIES]
     if not pols or bad or len(set(pols)) != len(pols):
         raise ConfigError(f"--policies takes distinct names among {', '.join(POLICIES)}, "
