@@ -24,9 +24,6 @@ FUZZ_EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "300"))
 SECONDS_PER_RUN = 60  # a run takes < 1 s alone; a 24-hour compare took > 20 s under load
 RANDOM = os.environ.get("STRATUS_FUZZ_RANDOM") == "1"  # explore: a new seed each session
 
-# the sandbox: copies of small inputs, so no fuzzed output can land in the repository
-BOX = Path(os.environ.get("TMPDIR", "/tmp")) / f"stratus-fuzz-{os.getpid()}"
-
 BAD_NUMBERS = ["-1", "0", "nan", "inf", "-inf", "1e300", "1e-300", "x", ""]
 
 
@@ -279,10 +276,13 @@ def argv(draw):
 
 
 @pytest.fixture(scope="module")
-def box():
+def box(tmp_path_factory):
+    """The sandbox: copies of small inputs, so no fuzzed output can land in the repository.
+    A new directory (it was $TMPDIR/stratus-fuzz-PID, which a killed run left behind for a
+    later run with the same pid to find, hidden files and all)."""
     from stratus.traces.spec import TraceSource
 
-    BOX.mkdir(parents=True, exist_ok=True)
+    BOX = tmp_path_factory.mktemp("fuzz")
     shutil.copy(FIX / "swf" / "small.swf", BOX / "small.swf")
     shutil.copy(FIX / "generic" / "tasks.csv", BOX / "tasks.csv")
     for f in ("history.csv", "history.json", "history.txt"):

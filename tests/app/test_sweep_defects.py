@@ -52,6 +52,33 @@ def _hidden(d: Path) -> list[str]:
     return sorted(p.name for p in d.rglob(".*") if p.is_file())
 
 
+def _live(fields: list[str], ident: int, but: int | None = None) -> list[str]:
+    """The `ps` lines of live processes whose first field (``sid`` or ``pgid``) is
+    ``ident``, other than ``but`` (a zombie is dead: where PID 1 does not reap, as in
+    some containers, it stays listed)."""
+    out = subprocess.run(["ps", "-eo", ",".join([*fields, "pid", "stat", "args"])],
+                         capture_output=True, text=True).stdout.splitlines()[1:]
+    return [ln for ln in out if ln.split()[0] == str(ident) and ln.split()[1] != str(but)
+            and not ln.split()[2].startswith("Z")]
+
+
+# a worker notices that its parent is gone at its next look (every ORPHAN_POLL_S, 0.5 s),
+# and only once its imports are done: a worker still importing when its sweep dies takes
+# that long too (1 s under a load of 5 on two cores, more on a cold machine). A bound,
+# not a measure: the defect was workers running on for minutes.
+ORPHANS_GONE_S = 60.0
+
+
+def _gone(look, within: float = ORPHANS_GONE_S) -> list[str]:
+    """``look()`` until it is empty or ``within`` seconds have passed; its last value."""
+    deadline = time.monotonic() + within
+    left = look()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = look()
+    return left
+
+
 # --- 1. interrupts -------------------------------------------------------------------------
 DRIVER = textwrap.dedent("""
     import json, os, signal, sys, threading, time
@@ -117,12 +144,9 @@ def test_sigint_stops_every_long_command_after_a_replay_in_the_same_process(tmp_
     assert _hidden(tmp_path) == [], "a temporary file was left"
     assert not (tmp_path / "saved").exists()
     assert not list((res / "claims").iterdir())
-    time.sleep(1.0)  # workers killed by the parent are reaped by now
-    # nothing of the driver's session is alive (its workers, a dask cluster, a tracker)
-    left = subprocess.run(["ps", "-eo", "sid,stat,args"], capture_output=True,
-                          text=True).stdout.splitlines()
-    assert not [ln for ln in left if ln.split()[0] == str(proc.pid)
-                and not ln.split()[1].startswith("Z")]
+    # nothing of the driver's session stays alive (its workers, a dask cluster, a
+    # tracker): looked at until it is empty, within a bound, not once after a fixed sleep
+    assert _gone(lambda: _live(["sid"], proc.pid)) == [], "processes outlived the driver"
 
 
 # --- 2. reports pool only comparable rows --------------------------------------------------
@@ -339,26 +363,23 @@ def test_workers_exit_when_a_sweep_is_killed_with_sigkill(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "stratus.app.cli", "sweep", str(cfg),
                           "--workers", "2"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def group() -> list[str]:  # live processes of the sweep's group (a zombie is dead:
-        # where PID 1 does not reap, as in some containers, it stays listed)
-        out = subprocess.run(["ps", "-eo", "pid,pgid,stat,args"], capture_output=True,
-                             text=True).stdout.splitlines()[1:]
-        return [ln for ln in out if ln.split()[1] == str(p.pid) and ln.split()[0] != str(p.pid)
-                and not ln.split()[2].startswith("Z")]
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len([g for g in group()
-                                               if "multiprocessing" in g]) < 2:
-        time.sleep(0.2)
-    assert len([g for g in group() if "multiprocessing" in g]) >= 2, group()
+    _workers_up(p)
     time.sleep(1.0)
     p.kill()
     p.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and group():
+    assert _gone(lambda: _live(["pgid"], p.pid, but=p.pid)) == [], \
+        "workers outlived their sweep"
+
+
+def _workers_up(p: subprocess.Popen) -> None:
+    """Until the sweep ``p`` has its two workers (its own process group)."""
+    def workers() -> list[str]:
+        return [g for g in _live(["pgid"], p.pid, but=p.pid) if "multiprocessing" in g]
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(workers()) < 2 and p.poll() is None:
         time.sleep(0.2)
-    assert group() == [], "workers outlived their sweep"
+    assert len(workers()) >= 2, _live(["pgid"], p.pid)
 
 
 # --- 6. bad executor addresses are user errors ---------------------------------------------
@@ -394,14 +415,12 @@ def test_sigterm_leaves_no_worker_either(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "stratus.app.cli", "sweep", str(cfg),
                           "--workers", "2"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(4)
+    # once its workers are there: a fixed 4 s could come before them on a slow machine,
+    # and test nothing (communicate waits for the workers too: they hold its stderr pipe)
+    _workers_up(p)
     p.send_signal(signal.SIGTERM)
-    p.communicate(timeout=30)
-    time.sleep(1.5)
-    out = subprocess.run(["ps", "-eo", "pgid,stat,args"], capture_output=True,
-                         text=True).stdout.splitlines()
-    assert not [ln for ln in out if ln.split()[0] == str(p.pid)
-                and not ln.split()[1].startswith("Z")]  # a zombie is dead
+    p.communicate(timeout=60)
+    assert _gone(lambda: _live(["pgid"], p.pid)) == [], "workers outlived their sweep"
 
 
 @pytest.mark.usefixtures("one_spawner_at_a_time")  # signals itself on a timer

@@ -17,10 +17,13 @@ SHOW_CURSOR = "\x1b[?25h"  # rich hides the cursor while a bar is drawn
 
 @pytest.fixture(autouse=True)
 def _plain_environment(monkeypatch):
-    """rich reads these to overrule isatty(); the tests decide what is a terminal."""
+    """rich reads these to overrule isatty(); the tests decide what is a terminal. And the
+    width: rich takes it from COLUMNS when the environment has it, and squeezes a bar
+    wider than that (at COLUMNS=30 the label "stratus" is cut to "st…")."""
     for name in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("COLUMNS", "120")
 
 
 @pytest.fixture
