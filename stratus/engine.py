@@ -35,6 +35,7 @@ import numpy as np
 
 from stratus.accounting import Accounting
 from stratus.apply import DecisionApplier
+from stratus.base.bounds import MAX_HOURS, MAX_SPINUP_S, MAX_TICK_S
 from stratus.base.errors import ConfigError, StratusError
 from stratus.cloud import SPOT_WARNING_S, Cloud
 from stratus.decisions import Decisions
@@ -123,15 +124,20 @@ class ReplayConfig:
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
-        if not (self.tick_s > 0 and math.isfinite(self.tick_s)):
-            raise ConfigError(f"tick must be a positive number of seconds, got {self.tick_s}")
+        # the ranges the options take (stratus.base.bounds); below 1 s only for tests of the
+        # engine's own arithmetic, which the options never reach
+        if not (0 < self.tick_s <= MAX_TICK_S):
+            raise ConfigError(f"tick takes a number of seconds > 0 and <= {MAX_TICK_S:g}, got "
+                              f"{self.tick_s}")
         lo, hi = self.spinup_s
-        if not (0 <= lo <= hi and math.isfinite(hi)):
-            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi, got {self.spinup_s}")
+        if not (0 <= lo <= hi <= MAX_SPINUP_S):
+            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi <= {MAX_SPINUP_S:g} "
+                              f"s, got {self.spinup_s}")
         if not self.migration_mbps > 0:
             raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
-        if self.max_hours is not None and not self.max_hours > 0:
-            raise ConfigError(f"--max-hours must be a positive number, got {self.max_hours}")
+        if self.max_hours is not None and not 0 < self.max_hours <= MAX_HOURS:
+            raise ConfigError(f"--max-hours takes a number of hours > 0 and <= "
+                              f"{MAX_HOURS:g}, got {self.max_hours}")
         footprint_fraction(self.migration_footprint)
         if not (isinstance(self.max_restarts, int) and self.max_restarts >= 1):
             raise ConfigError(f"max_restarts must be an integer >= 1, got {self.max_restarts!r}")

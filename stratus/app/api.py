@@ -145,9 +145,11 @@ def _window(spec: S.CloudSpec, trace):
     if isinstance(trace, str):
         sess = Session(spec)
         return sess.fitted(spec.catalog, spec.drop_oversized), sess.history, sess.warmup_hours()
+    from stratus.app.session import loaded_window
     from stratus.pricing.catalog_files import get_catalog
     from stratus.traces.schema import fit_to_catalog
 
+    trace = loaded_window(trace, spec)
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
     if fitted is not trace:
         report_load(fitted)
@@ -313,7 +315,7 @@ def estimate(trace, estimator: str = "history", **options) -> dict:
 
 def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     from stratus.app.runs import fitted_estimator
-    from stratus.app.session import Session
+    from stratus.app.session import Session, loaded_window
     from stratus.estimators import error_distribution, online_pass
 
     trace = spec.trace if trace is None else trace
@@ -321,6 +323,8 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     if isinstance(trace, str):
         sess = Session(spec)
         trace, history, warmup_h = sess.trace, sess.history, sess.warmup_hours()
+    else:
+        trace = loaded_window(trace, spec)
     est = fitted_estimator(spec.estimator, spec.seed, history, trace)
     return {"trace": trace.name, "estimator": est.name,
             "warmup_hours": max(0.0, warmup_h) if est.learns_online else 0.0,
@@ -370,14 +374,14 @@ def simulate_waiting(trace, reserved: int | None = None, policy: str | None = No
 
 
 def run_waiting(spec: S.WaitingSpec, trace=None) -> dict:
-    from stratus.app.session import Session
+    from stratus.app.session import Session, loaded_window
     from stratus.app.waiting import simulate_trace
 
     trace = spec.trace if trace is None else trace
     if isinstance(trace, str):
         sess = Session(spec)
         return simulate_trace(sess.trace, spec, sess.history)
-    return simulate_trace(trace, spec)
+    return simulate_trace(loaded_window(trace, spec), spec)
 
 
 def advise(trace, policy: str, **options) -> dict:
@@ -387,11 +391,10 @@ def advise(trace, policy: str, **options) -> dict:
 
 
 def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
-    from stratus.app.session import Session
+    from stratus.app.session import window_trace
     from stratus.app.waiting import advise as advise_trace
 
-    trace = spec.trace if trace is None else trace
-    return advise_trace(Session(spec).trace if isinstance(trace, str) else trace, spec)
+    return advise_trace(window_trace(spec, trace), spec)
 
 
 def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) -> dict:

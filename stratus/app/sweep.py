@@ -47,6 +47,7 @@ from stratus.app.spec import Spec
 from stratus.app.sweep_claims import Claims
 from stratus.app.sweep_run import Cell, CellBar, check_executor, runner
 from stratus.base.errors import ConfigError
+from stratus.base.inputs import check_input
 
 COMMANDS = ("replay", "waiting")
 SPECS = {"replay": S.ReplaySpec, "waiting": S.WaitingSpec}
@@ -216,6 +217,7 @@ class Plan:
 def load_config(path: str, results: str | None = None) -> Plan:
     """The sweep a config describes, every cell checked by the command's own parser."""
     p = Path(path)
+    check_input(p)
     try:
         text = p.read_text()
         cfg = tomllib.loads(text)
