@@ -219,9 +219,13 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
                   truly_long=round(float(np.mean(true > opts.b)), 6) if decisions else None)
     else:
         if opts.policy == "ljw-spec" and opts.speculate_market == "spot":
+            from stratus.markets import check_spot_window
             from stratus.waiting.spot import SpotSpeculation
 
-            spot = SpotSpeculation(_spot_book(opts, catalog), cpu, mem)
+            book = _spot_book(opts, catalog)
+            check_spot_window(book, float(submit.min()), float((submit + runtime).max()),
+                              opts.spot_start)
+            spot = SpotSpeculation(book, cpu, mem)
             spot.check(np.nonzero(spec.fits(cpu, mem))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=estimate, revocation=None if spot is None else spot.revocation)

@@ -223,3 +223,49 @@ def test_the_library_readers_refuse_a_fifo(fifo):
         with pytest.raises(ConfigError, match="a FIFO"):
             call()
 
+
+# --- a spot replay outside its price history (issue 35 item 4) ------------------------------------
+
+M4_TYPES = ("m4.large", "m4.xlarge", "m4.2xlarge", "m4.4xlarge", "m4.10xlarge", "m4.16xlarge")
+
+
+def history_csv(path, stamps=("2017-06-05T00:00:00Z", "2017-06-06T00:00:00Z")):
+    lines = ["Timestamp,InstanceType,ProductDescription,AvailabilityZone,SpotPrice"]
+    for i, ts in enumerate(stamps):
+        lines += [f"{ts},{t},Linux/UNIX,us-west-2a,{0.01 * (k + 1) * (1 + i / 10):.4f}"
+                  for k, t in enumerate(M4_TYPES)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_spot_window_wholly_outside_the_history_is_refused(capsys, tmp_path):
+    """The history (one day: prices change at 0 and 86400 s) is not cycled: past its end
+    the last price holds. --spot-start 1e12 put the whole replay there, silently."""
+    hist = history_csv(tmp_path / "h.csv")
+    base = ["replay", "--trace", TRACE, "--hours", "1", "--spot-prices", hist,
+            "--scheduler", "first-fit"]
+    one_line_error(capsys, [*base, "--spot-start", "1e11"],
+                   "--spot-start 1e+11: the replay's window, trace time [",
+                   "of the spot price history, whose prices change from 0 to 86400 s: wholly "
+                   "outside it, every spot price would be the history's last, held; give "
+                   "--spot-start in [")
+    one_line_error(capsys, [*base, "--spot-start=-1e6"], "the history's first, held")
+    # inside, or overlapping it: a replay
+    for start in ("0", "86000"):
+        assert main_within([str(a) for a in [*base, "--spot-start", start, "--json"]], 60) == 0
+        capsys.readouterr()
+    # a history without a change lines up with anything
+    flat = history_csv(tmp_path / "flat.csv", stamps=("2017-06-05T00:00:00Z",))
+    assert main_within([str(a) for a in ["replay", "--trace", TRACE, "--hours", "1",
+                                         "--spot-prices", flat, "--spot-start", "1e11",
+                                         "--scheduler", "first-fit", "--json"]], 60) == 0
+    capsys.readouterr()
+
+
+def test_the_api_and_the_synthetic_history_are_held_to_it_too(capsys):
+    # the bundled m4 model spans 90 days
+    with pytest.raises(ConfigError, match=r"--spot-start 1e\+10: .* wholly outside it"):
+        stratus.replay(TRACE, "first-fit", hours=1, spot_start=1e10)
+    one_line_error(capsys, ["waiting", "simulate", "--trace", TRACE, "--hours", "2", *POOL,
+                            "--policy", "ljw-spec", "--t", "300", "--speculate-market",
+                            "spot", "--spot-start", "1e10"], "wholly outside it")
