@@ -262,6 +262,7 @@ def test_a_spot_window_wholly_outside_the_history_is_refused(capsys, tmp_path):
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_the_api_and_the_synthetic_history_are_held_to_it_too(capsys):
     # the bundled m4 model spans 90 days
     with pytest.raises(ConfigError, match=r"--spot-start 1e\+10: .* wholly outside it"):

@@ -64,6 +64,7 @@ def test_a_task_of_months_on_spot_is_billed_at_the_series_to_its_end():
     assert eng.ticks < 20
 
 
+@pytest.mark.slow  # (the ticked replay: 28,800 ticks)
 def test_a_revocation_a_price_change_schedules_wakes_the_skipping_engine():
     """A quiet scheduler sleeps through price changes, but one that passes the bid
     schedules a revocation: the task must be back on an instance at the tick after it, not
