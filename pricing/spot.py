@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from stratus.base.errors import ConfigError, TraceError, shown
+from stratus.base.inputs import check_input
 from stratus.base.reports import LoadReport
 from stratus.pricing.catalog import Catalog
 from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
@@ -130,6 +131,7 @@ def _key(name: object) -> str | None:
 
 
 def _read_bytes(path: Path) -> bytes:
+    check_input(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -3,6 +3,8 @@ for the Stratus §5.2 "SCloud + packing + scaling + clearing" step)."""
 
 from __future__ import annotations
 
+import math
+
 from stratus.compose import Migrator, Part, Plan, part_hooks
 from stratus.view import ClusterView
 
@@ -32,6 +34,18 @@ class MigratorChain(Part):
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         for p in self.parts:
             p.migrate(view, plan)
+
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """The earliest of the parts' (stratus.compose.ComposedScheduler.quiet); never if
+        a part cannot say."""
+        until, prices = math.inf, False
+        for p in self.parts:
+            quiet = getattr(p, "quiet", None)
+            if quiet is None:
+                return -math.inf, True
+            u, q = quiet(view)
+            until, prices = min(until, u), prices or q
+        return until, prices
 
     def stats(self) -> dict:
         out: dict = {}

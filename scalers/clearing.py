@@ -20,6 +20,8 @@ and the new home may be an on-demand type at its marginal price (scalers.cost_ef
 
 from __future__ import annotations
 
+import math
+
 from stratus.base.resources import fits
 from stratus.compose import IndexedPacker, Part, Plan, part_hooks
 from stratus.model import READY, RUNNING, Instance
@@ -71,6 +73,14 @@ class InstanceClearing(Part, Parametric):
 
     def stats(self) -> dict:
         return {"instances_cleared": self.instances_cleared, "tasks_migrated": self.tasks_migrated}
+
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """Until an instance changes when none is under the threshold (none counting its
+        low ticks): a price alone makes no candidate; else never (the counts are ticks, and
+        a candidate's remaining runtime changes with the clock)
+        (stratus.compose.ComposedScheduler.quiet)."""
+        low = self.low if self._changed is None else self._since
+        return (-math.inf, True) if low else (math.inf, False)
 
     def _is_low(self, inst: Instance, free) -> bool:
         thr = self.threshold

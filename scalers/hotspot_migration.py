@@ -29,6 +29,7 @@ seen last tick, in C (as packers/free_index.py does).
 
 from __future__ import annotations
 
+import math
 from itertools import compress, count
 from operator import ne
 
@@ -165,8 +166,15 @@ class PriceHopping(Parametric):
             self._slot = {i.iid: s for s, i in enumerate(self._insts)}
 
     # --- the policy ------------------------------------------------------------------------------
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """Until an event, a price change included, when no group had a cheaper target
+        this tick; else never (whether a hop pays depends on the remaining runtime, which
+        the clock changes) (stratus.compose.ComposedScheduler.quiet)."""
+        return -math.inf if getattr(self, "_timed", True) else math.inf, True
+
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         self._sync(view)
+        self._timed = False  # (quiet: a hop was weighed against the remaining runtime)
         cordoned = plan.cordoned  # instances being vacated, by this or another part
         catalog = list(view.catalog)
         ok = acquirable(view, self.bid_factor)
@@ -187,6 +195,7 @@ class PriceHopping(Parametric):
             p_old = view.price(tname, market)
             if p_new >= p_old:
                 continue  # nothing here can get cheaper: the common case, one test per group
+            self._timed = True
             if planned is None:
                 dec = plan.decisions
                 planned = {m.task.tid for m in dec.migrations}

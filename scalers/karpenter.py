@@ -191,6 +191,15 @@ class KarpenterConsolidation(Parametric):
                 "consolidation_empty": self.empty_deleted,
                 "tasks_migrated": self.tasks_migrated}
 
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """Until the next node settles (``consolidate_after`` past its last change), or an
+        event, a price change included (a replacement is "strictly cheaper"): nothing else
+        here reads the clock (stratus.compose.ComposedScheduler.quiet)."""
+        settle, now = self.consolidate_after, view.now
+        # a hair early: the engine wakes at the tick at or before the node settles
+        return min((t0 + settle - 1e-6 for t0 in self._since.values() if now - t0 < settle),
+                   default=math.inf), True
+
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         now = view.now
         idx = self.packer.index(view, plan)

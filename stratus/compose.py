@@ -5,6 +5,7 @@ anti-affinity rule: no two flagged tasks of one job on one instance (docs/decisi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import sub
 from types import MappingProxyType
@@ -396,6 +397,19 @@ class ComposedScheduler:
         for _, _, stats in self._hooks:
             out.update(stats())
         return out
+
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """(until, prices): with nothing pending, this scheduler's ticks decide nothing
+        before ``until`` unless an event comes first (an arrival, a finish, a revocation,
+        an instance up, ...; a price change too if ``prices``). ``math.inf``: until such an
+        event. The engine asks after a tick that decided nothing and skips to the tick at
+        or after the earliest. The packer and the scaler act on pending tasks only (no
+        price change alone gives them any); a migrator says it itself (``quiet(view)``,
+        asked after its ``migrate`` this tick); one that does not is asked every tick."""
+        if self.migrator is None:
+            return math.inf, False
+        quiet = getattr(self.migrator, "quiet", None)
+        return (-math.inf, True) if quiet is None else quiet(view)
 
     def parts(self) -> dict[str, object]:
         """The parts by the key their parameters go under: a part's own ``key`` (e.g.

@@ -35,6 +35,7 @@ import numpy as np
 
 from stratus.accounting import Accounting
 from stratus.apply import DecisionApplier
+from stratus.base.bounds import MAX_HOURS, MAX_SPINUP_S, MAX_TICK_S
 from stratus.base.errors import ConfigError, StratusError
 from stratus.cloud import SPOT_WARNING_S, Cloud
 from stratus.decisions import Decisions
@@ -102,7 +103,8 @@ class ReplayConfig:
     estimator: Estimator | None = None  # None: perfect knowledge (an OracleEstimator)
     readjust: bool = True  # Stratus §3.4 heuristic 1
     record: bool = False  # keep per-interval logs for invariant checks
-    max_idle_ticks: int = 100_000  # stall guard: ticks in a row with no task finishing
+    # stall guard: ticks in a row with no task finishing and none running without loss
+    max_idle_ticks: int = 100_000
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
@@ -123,15 +125,20 @@ class ReplayConfig:
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
-        if not (self.tick_s > 0 and math.isfinite(self.tick_s)):
-            raise ConfigError(f"tick must be a positive number of seconds, got {self.tick_s}")
+        # the ranges the options take (stratus.base.bounds); below 1 s only for tests of the
+        # engine's own arithmetic, which the options never reach
+        if not (0 < self.tick_s <= MAX_TICK_S):
+            raise ConfigError(f"tick takes a number of seconds > 0 and <= {MAX_TICK_S:g}, got "
+                              f"{self.tick_s}")
         lo, hi = self.spinup_s
-        if not (0 <= lo <= hi and math.isfinite(hi)):
-            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi, got {self.spinup_s}")
+        if not (0 <= lo <= hi <= MAX_SPINUP_S):
+            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi <= {MAX_SPINUP_S:g} "
+                              f"s, got {self.spinup_s}")
         if not self.migration_mbps > 0:
             raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
-        if self.max_hours is not None and not self.max_hours > 0:
-            raise ConfigError(f"--max-hours must be a positive number, got {self.max_hours}")
+        if self.max_hours is not None and not 0 < self.max_hours <= MAX_HOURS:
+            raise ConfigError(f"--max-hours takes a number of hours > 0 and <= "
+                              f"{MAX_HOURS:g}, got {self.max_hours}")
         footprint_fraction(self.migration_footprint)
         if not (isinstance(self.max_restarts, int) and self.max_restarts >= 1):
             raise ConfigError(f"max_restarts must be an integer >= 1, got {self.max_restarts!r}")
@@ -241,6 +248,12 @@ class Engine:
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
+        # a scheduler that says when its ticks would decide nothing (ComposedScheduler.quiet)
+        self._quiet = getattr(scheduler, "quiet", None)
+        self._tick_at = math.inf  # when the next tick is due (one tick on the heap counts)
+        self._tick_no = 0  # its number: a tick brought forward leaves a stale one behind
+        self._last_tick = -math.inf  # when the last tick ran
+        self._skipped = False  # whether the ticks from the last to the next were skipped
         self._restarts: dict[int, int] = {}  # tid -> runs lost to crashes
         self._crash_loop: str | None = None  # why the crash-loop guard stops the replay
 
@@ -429,6 +442,7 @@ class Engine:
             return
         self.cloud.revocations += 1
         self._evict(inst, t, False)
+        self._wake(t)
         self._end_if_done()
 
     def _on_crash(self, iid: int, _b, t: float) -> None:
@@ -441,6 +455,7 @@ class Engine:
         if self.acct.crash_log is not None:
             self.acct.crash_log[iid] = t
         self._evict(inst, t, True)
+        self._wake(t)
         self._end_if_done()
 
     def refused(self, tasks: int, migrations: int) -> None:
@@ -513,13 +528,37 @@ class Engine:
                            lost * price / 3600.0 * min(share, 1.0))
 
     # ------------------------------------------------------------------ the tick
-    def _next_tick_after(self, t: float) -> float:
+    def _next_tick_after(self, t: float, quiet: tuple[float, bool] = (-math.inf, True)
+                         ) -> float:
+        """The next tick: the next on the grid, unless no tick before some later time can
+        do anything. Nothing alive and nothing pending: the tick of the next arrival. Tasks
+        running, none pending, and a scheduler ``quiet`` (its ticks decide nothing before
+        some time unless an event comes first, ComposedScheduler.quiet): the tick at or
+        after the earliest of that time, the next event (a finish, an instance up, a
+        revocation, ...; a price change only if the scheduler reads prices then) and the
+        next arrival, so a task of months is not months of empty ticks."""
         tick = self.cfg.tick_s
         book = self.book
-        if self.cloud.busy() or book.pending or book.all_arrived:
-            return (math.floor(t / tick + 1e-9) + 1) * tick
-        nxt = self.work.submit_list[book.next_arrival]
-        return max(math.ceil(nxt / tick - 1e-9) * tick, (math.floor(t / tick + 1e-9) + 1) * tick)
+        nxt = (math.floor(t / tick + 1e-9) + 1) * tick
+        if book.pending:
+            return nxt
+        if self.cloud.busy():
+            until, prices = quiet
+            if until <= t:
+                return nxt
+            # a shortage's end (stratus.faults) changes what can be acquired: not an event
+            ends = [e for e in self.cloud.known_unavailable.values() if e > t]
+            events = self.kernel.peek() if prices else self.kernel.peek_except(EV_PRICE)
+            when = min(events, until, *ends)
+            if not book.all_arrived:
+                when = min(when, self.work.submit_list[book.next_arrival])
+        elif book.all_arrived:
+            return nxt
+        else:
+            when = self.work.submit_list[book.next_arrival]
+        if when == math.inf:
+            return nxt
+        return max(math.ceil(when / tick - 1e-9) * tick, nxt)
 
     def decide(self) -> Decisions | None:
         """One decision of the policy at a tick: it decides on the view, with instances and
@@ -534,15 +573,32 @@ class Engine:
             self.applier.apply(dec)
         return dec
 
-    def _on_tick(self, _a, _b, t: float) -> None:
+    def _schedule_tick(self, t: float) -> None:
+        self._tick_no += 1
+        self._tick_at = t
+        self.kernel.schedule(t, EV_TICK, self._tick_no)
+
+    def _wake(self, t: float) -> None:
+        """Tasks went back to pending at ``t`` (a revocation that a price change scheduled
+        after the tick that skipped ahead was computed): the tick at or after ``t``, unless
+        one is due by then; the later one goes stale."""
+        tick = self.cfg.tick_s
+        at = math.ceil(t / tick - 1e-9) * tick
+        if at < self._tick_at:
+            self._schedule_tick(at)
+
+    def _on_tick(self, no: int, _b, t: float) -> None:
         """Arrivals join the pending queue, the policy decides on the view (instances and
         tasks read-only meanwhile), its decisions are applied; then the guards."""
+        if no != self._tick_no:
+            return  # brought forward by _wake: this one is stale
         book, cloud, n = self.book, self.cloud, self.work.n
         if self.gate is None:  # (else each arrival is an event of its own)
             book.arrive(t, self.estimator)
         self.ticks += 1
+        dec = None
         if book.pending or cloud.busy():
-            self.decide()
+            dec = self.decide()
         if book.n_done == n and all(not i._tasks for i in cloud.alive.values()):
             self.kernel.stop()
             return
@@ -551,21 +607,60 @@ class Engine:
             self._halt(t, starved)
             return
         # a scheduler that never places, or a market that revokes everything it gets,
-        # would tick forever: stop when no task has finished for too long
+        # would tick forever: stop when no task has finished for too long and none is on
+        # its way to (a task of months is: its finish is on the heap, nothing took it away).
+        # Ticks skipped while the scheduler was quiet count as ticks: the guard acts on the
+        # same tick, with or without the skip.
+        tick = self.cfg.tick_s
+        k = round((t - self._last_tick) / tick) if self._skipped else 1
+        self._last_tick = t
         if book.n_done == self._done_at_tick:
-            self._idle_ticks += 1
+            self._idle_ticks += k
             if self._idle_ticks > self.cfg.max_idle_ticks:
-                self._halt(t, f"scheduler {getattr(self.scheduler, 'name', '?')!r}: no task "
-                              f"finished for {self._idle_ticks - 1} ticks "
-                              f"({len(book.pending)} pending); raise max_idle_ticks for "
-                              f"longer tasks")
-                return
+                if self._long_task():
+                    self._idle_ticks = 0  # looked at again max_idle_ticks ticks on
+                else:
+                    self._halt(t, self._stall_text())
+                    return
         else:
             self._idle_ticks = 0
         self._done_at_tick = book.n_done
         if self.cfg.progress is not None:
             self.cfg.progress(t, book.n_done, n)
-        self.kernel.schedule(self._next_tick_after(t), EV_TICK)
+        quiet = (-math.inf, True)  # (until when the scheduler's ticks would decide nothing)
+        if not dec and not book.pending and self._quiet is not None:
+            until, prices = self._quiet(self.view)
+            # never past the tick the stall guard looks at
+            guard = t + (self.cfg.max_idle_ticks + 1 - self._idle_ticks) * tick
+            quiet = (min(until, guard), prices)
+        at = self._next_tick_after(t, quiet)
+        self._skipped = quiet[0] > t and self.cloud.busy()
+        self._schedule_tick(at)
+
+    def _long_task(self) -> bool:
+        """Whether a task is on its way to finishing: running with its finish on the heap
+        and no revocation of its instance before it, or moving (its progress kept). The
+        replay then waits for a long task; it is not stalled. (Looked at once per
+        max_idle_ticks ticks: a scan of the states is cheap at that rate.)"""
+        book, runtime = self.book, self.work.runtime
+        for tid, s in enumerate(book.state):
+            if s == MIGRATING:
+                return True
+            if s == RUNNING:
+                revoke = book.loc[tid].revoke_at
+                end = book.run_start[tid] + runtime[tid] - book.done[tid]
+                if revoke is None or revoke > end:
+                    return True
+        return False
+
+    def _stall_text(self) -> str:
+        book = self.book
+        running = sum(s == RUNNING for s in book.state)
+        why = (f"the {running} running are on instances being revoked before they finish"
+               if running else "none is running")
+        return (f"stalled: scheduler {getattr(self.scheduler, 'name', '?')!r}: no task "
+                f"finished for {self._idle_ticks - 1} ticks and {why}; "
+                f"{len(book.pending)} pending")
 
     # ------------------------------------------------------------------ the run
     def run(self) -> ReplayResult:
@@ -602,7 +697,7 @@ class Engine:
             self.kernel.schedule(t0, EV_ARRIVE)
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
-        self.kernel.schedule(first_tick, EV_TICK)
+        self._schedule_tick(first_tick)
         limit = math.inf if cfg.max_hours is None else first_tick + cfg.max_hours * 3600.0
         if self.kernel.run(until=limit) and book.n_done != n:
             # the max-hours guard; all done with only kept-idle instances left is no early end

@@ -70,6 +70,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from stratus.base.bounds import MAX_SECONDS
 from stratus.base.errors import ConfigError
 
 KEYS = ("crash", "ice", "ice-window")
@@ -96,9 +97,9 @@ class Faults:
                               f"{self.crash_per_hour!r}")
         if not (0.0 <= self.ice_prob <= 1.0):  # NaN fails too
             raise ConfigError(f"{what}: ice takes a probability in [0, 1], got {self.ice_prob!r}")
-        if not (math.isfinite(self.ice_window_s) and self.ice_window_s >= 0):
-            raise ConfigError(f"{what}: ice-window takes a number of seconds > 0, got "
-                              f"{self.ice_window_s!r}")
+        if not (0 <= self.ice_window_s <= MAX_SECONDS):  # NaN fails too
+            raise ConfigError(f"{what}: ice-window takes a number of seconds >= 0 and <= "
+                              f"{MAX_SECONDS:.0f}, got {self.ice_window_s!r}")
 
 
 def parse_faults(text: str | None, what: str = "--faults") -> Faults | None:
@@ -129,9 +130,9 @@ def parse_faults(text: str | None, what: str = "--faults") -> Faults | None:
                               f"got {val.strip()!r}")
         if key == "ice" and not 0.0 <= v <= 1.0:
             raise ConfigError(f"{what}: ice takes a probability in [0, 1], got {val.strip()!r}")
-        if key == "ice-window" and not (math.isfinite(v) and v > 0):
-            raise ConfigError(f"{what}: ice-window takes a number of seconds > 0 (finite), "
-                              f"got {val.strip()!r}")
+        if key == "ice-window" and not 0 < v <= MAX_SECONDS:
+            raise ConfigError(f"{what}: ice-window takes a number of seconds > 0 and <= "
+                              f"{MAX_SECONDS:.0f}, got {val.strip()!r}")
         seen[key] = v
     if "ice-window" in seen and "ice" not in seen:
         raise ConfigError(f"{what}: ice-window needs ice:PROB (the chance a request fails)")

@@ -408,26 +408,38 @@ def integer_lower_bound(starts: np.ndarray, ends: np.ndarray, reqs: np.ndarray,
     if budget_det is None:
         budget_det = BUDGET_DET + BUDGET_DET_PER_SEGMENT * starts.size
     cover = CoverSolver(caps, solver, budget_det=budget_det)
-    busy_s = np.zeros(nslots)
-    np.add.at(busy_s, slot[busy], dt[busy])
-    keys = {}  # key -> busy seconds of the slots that have it, in slot order
-    slot_key = {}
-    for k in np.flatnonzero(has).tolist():
-        key = slot_key[k] = cover.key(tuple(least[k].tolist()), tuple(pmin[k].tolist()))
+    # one key per distinct (least load, prices) row, settled in the order of its first slot:
+    # a replay of months has hundreds of thousands of slots and a handful of distinct rows
+    busy_slots = np.flatnonzero(has)
+    rows = np.concatenate([least[busy_slots].astype(np.float64), pmin[busy_slots]], axis=1)
+    first = inverse = np.zeros(0, dtype=np.int64)
+    if rows.size:  # distinct rows among the runs of equal ones (a long task: one long run)
+        new = np.ones(len(rows), dtype=bool)
+        new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        runs = np.flatnonzero(new)
+        _, first, inverse = np.unique(rows[runs], axis=0, return_index=True,
+                                      return_inverse=True)
+        first, inverse = runs[first], inverse.reshape(-1)[np.cumsum(new) - 1]
+    row_key: list = [None] * first.size
+    keys: dict = {}  # the distinct keys, in the order of their first slot
+    for u in np.argsort(first, kind="stable").tolist():
+        k = int(busy_slots[first[u]])
+        key = row_key[u] = cover.key(tuple(least[k].tolist()), tuple(pmin[k].tolist()))
         cover.settle(key)
-        keys[key] = keys.get(key, 0.0) + float(busy_s[k])
+        keys.setdefault(key, None)
     # the budget goes first where the gap between the LP's bound and the best cover, times
     # the time it is paid, is largest: where a solve can raise the bound most
     order = sorted(keys, key=lambda q: cover.memo[q].ub)
     for key in order:
         cover.refine(key)
     rate = np.zeros(nslots)
-    for k, key in slot_key.items():
-        rate[k] = cover.memo[key].lb / PRICE_SCALE
+    row_cover = [cover.memo[key] for key in row_key]
+    rate[busy_slots] = np.array([c.lb for c in row_cover], dtype=np.float64)[inverse] \
+        / PRICE_SCALE
 
     piece_rate = np.maximum(np.where(busy, rate[slot], 0.0), fluid)
     if stats is not None:
-        stats.update(_stats([cover.memo[q] for q in slot_key.values()], cover, solver))
+        stats.update(_stats([row_cover[u] for u in inverse.tolist()], cover, solver))
         stats.update(slots=int(has.sum()), segments=int(starts.size))
     return float(np.sum(piece_rate * dt) / 3600.0)
 

@@ -66,6 +66,10 @@ class Kernel:
         """Time of the next event (infinity when there is none)."""
         return self._heap[0][0] if self._heap else math.inf
 
+    def peek_except(self, kind: int) -> float:
+        """Time of the next event of another kind than ``kind`` (a scan of the heap)."""
+        return min((ev[0] for ev in self._heap if ev[1] != kind), default=math.inf)
+
     def run(self, until: float = math.inf) -> bool:
         """Handle events in order. Returns True when it stopped at ``until`` (the next
         event lies beyond it; the clock is then set to ``until``), False when the heap ran

@@ -49,3 +49,35 @@ def configure_market(cfg, market: str, spot_prices: str | None = None,
         cfg.prices = PriceBook.on_demand(cfg.catalog)
     else:
         cfg.prices = spot_book(cfg.catalog, spot_prices, spot_zone, spot_start_s)
+
+
+def check_spot_window(book: PriceBook, start_s: float, end_s: float,
+                      spot_start_s: float = 0.0) -> None:
+    """Refuse a replay whose window, trace time [start_s, end_s], lies wholly outside the
+    spot price history once ``--spot-start`` has lined the two up: every price would be the
+    history's first or last one, held (a price series is not cycled, docs/decisions.md),
+    and the replay a constant-price one that looks like a replay of the history. A history
+    without a change (one price per type) lines up with any window."""
+    spot = [book.series(t.name, SPOT) for t in book.catalog if book.has(t.name, SPOT)]
+    if not spot or all(s.is_constant for s in spot) or not end_s >= start_s:
+        return
+    lo = min(float(s.times[0]) for s in spot)  # replay time (the book is shifted)
+    hi = max(float(s.times[-1]) for s in spot)
+    if start_s <= hi and end_s >= lo:
+        return
+    ss = spot_start_s
+    held = "last" if start_s > hi else "first"
+    raise ConfigError(
+        f"--spot-start {ss:.10g}: the replay's window, trace time [{start_s:.10g}, "
+        f"{end_s:.10g}] s, falls at [{start_s + ss:.10g}, {end_s + ss:.10g}] s of the spot "
+        f"price history, whose prices change from {lo + ss:.10g} to {hi + ss:.10g} s: wholly "
+        f"outside it, every spot price would be the history's {held}, held; give "
+        f"--spot-start in [{lo + ss - end_s:.10g}, {hi + ss - start_s:.10g}]")
+
+
+def check_trace_spot_window(book: PriceBook, trace, spot_start_s: float = 0.0) -> None:
+    """``check_spot_window`` for the window of ``trace``: its first submit to its last end."""
+    if len(trace):
+        sub = trace.column("submit_s")
+        check_spot_window(book, float(sub.min()), float((sub + trace.column("runtime_s")).max()),
+                          spot_start_s)

@@ -756,8 +756,23 @@ def _workdir(opts: Options) -> tempfile.TemporaryDirectory:
         raise ConfigError(f"google2011 option temp_directory={parent!r}: {exc}") from None
 
 
+def _events_span(con) -> list[float] | None:
+    """[first SUBMIT, last event] of the task events in seconds of trace time, the sentinels
+    (0: before the trace, 2^63-1: after it) left out; None when there is none. A window
+    given as options is judged against it (stratus.traces.spec.TraceSource.covers)."""
+    lo, hi = _execute(con, f"SELECT min(first_submit_ts) FILTER (first_submit_ts > 0), "
+                           f"max(last_ts) FILTER (last_ts < {TS_AFTER}) FROM task_agg"
+                      ).fetchone()
+    return None if lo is None or hi is None else [lo / 1e6, hi / 1e6]
+
+
 def convert(path: str | Path, out_parquet: str | Path, **options) -> LoadReport:
     """Convert a Google 2011 trace directory to canonical Parquet; return the LoadReport."""
+    return _convert(path, out_parquet, options)[0]
+
+
+def _convert(path, out_parquet, options: dict) -> tuple[LoadReport, list[float] | None]:
+    """``convert``, and the span of the task events (``_events_span``)."""
     opts = parse_options(options)
     root = Path(path)
     if not root.is_dir():
@@ -775,11 +790,12 @@ def convert(path: str | Path, out_parquet: str | Path, **options) -> LoadReport:
             _check_input(con, "task_agg", "task_rejects", task_parts, TASK_FIELDS)
             _run_derived(con, root, [_task_sql(opts), _job_sql(opts), _final_sql(opts)])
             n_rows = _count_report(con, report, opts)
+            span = _events_span(con)
             report.note(f"wrote {n_rows:,} tasks")
             _write_parquet(con, out, f"google2011:{root.name}", report)
         finally:
             con.close()
-    return report
+    return report, span
 
 
 def load(path: str | Path, **options) -> Trace:
@@ -787,10 +803,10 @@ def load(path: str | Path, **options) -> Trace:
     tmp = Path(tempfile.mkdtemp(prefix="stratus-g2011-out-"))
     try:
         out = tmp / "trace.parquet"
-        report = convert(path, out, **options)
+        report, span = _convert(path, out, options)
         trace = Trace.from_parquet(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     trace.meta.update(path=str(path), format="google2011", options=dict(options),
-                      load_report=report.as_dict())
+                      load_report=report.as_dict(), events_span_s=span)
     return trace

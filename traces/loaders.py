@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 from stratus.base.errors import ConfigError
+from stratus.base.inputs import check_input
 from stratus.traces.schema import LoadReport, Trace
 
 FORMATS: dict[str, tuple[str, str]] = {
@@ -49,12 +50,14 @@ def format_module(name: str):
 
 
 def load_file(path: Path, fmt: str) -> Trace:
+    check_input(path)
     name, options = parse_format(fmt)
     return format_module(name).load(Path(path), **options)
 
 
 def convert_file(path: Path, fmt: str, out: Path) -> LoadReport:
     """Write ``path`` as canonical Parquet at ``out``, streaming when the format can."""
+    check_input(path)
     name, options = parse_format(fmt)
     mod = format_module(name)
     conv: Callable | None = getattr(mod, "convert", None)

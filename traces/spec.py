@@ -11,7 +11,9 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
+from stratus.base.bounds import MAX_HOURS
 from stratus.base.errors import ConfigError, TraceError
+from stratus.base.inputs import check_input
 from stratus.traces.schema import Trace
 
 SYNTHETIC = "synthetic:"
@@ -50,15 +52,16 @@ def warmup_hours(arg: str | float | None, window_h: float) -> float:
     """Hours of history a learning estimator trains on before a window of ``window_h``
     hours: ``auto`` (or None) is the window's length within [1, 24] hours (the estimator's
     groups need recent runs of the same programs, not a day of them for an hour's replay);
-    a finite number >= 0 is taken as given (0: no warm-up); a negative one is refused."""
+    a number in [0, MAX_HOURS] is taken as given (0: no warm-up); others are refused."""
     if arg is None or (isinstance(arg, str) and arg.strip().lower() == "auto"):
         return min(WARMUP_MAX_H, max(WARMUP_MIN_H, float(window_h)))
     try:
         hours = float(arg)
     except ValueError:
         hours = math.nan
-    if not (math.isfinite(hours) and hours >= 0):
-        raise ConfigError(f"--warmup-hours takes a number of hours or 'auto' (hours >= 0), got {arg!r}")
+    if not (math.isfinite(hours) and 0 <= hours <= MAX_HOURS):
+        raise ConfigError(f"--warmup-hours takes a number of hours in [0, {MAX_HOURS:g}] or "
+                          f"'auto', got {arg!r}")
     return hours
 
 
@@ -89,9 +92,32 @@ class TraceSource:
             self.path = Path(spec)
             if not self.path.exists():
                 raise TraceError(f"{spec}: no such file (a trace is a path or synthetic:NAME)")
+            check_input(self.path)
             self.fmt = fmt or guess_format(self.path)
         self._full: Trace | None = None
         self.reported = False  # whether its load report was said (stratus.app.session)
+
+    @classmethod
+    def loaded(cls, trace: Trace) -> TraceSource:
+        """A trace already in memory as a source: windows are cut from it as from a file."""
+        src = cls.__new__(cls)
+        src.spec, src.seed, src.cache, src.synthetic = trace.name, None, None, False
+        src._full = trace
+        return src
+
+    def covers(self) -> tuple[float, float] | None:
+        """[first submit, last end] of the trace, seconds of trace time; for a trace the
+        loader's own options left empty, the span of its raw events where the loader
+        records it (Google 2011: ``events_span_s``); None for a synthetic trace (any time)
+        or when nothing is known."""
+        if self.synthetic:
+            return None
+        full = self.full()
+        if len(full):
+            sub = full.column("submit_s")
+            return float(sub.min()), float((sub + full.column("runtime_s")).max())
+        span = full.meta.get("events_span_s")
+        return (float(span[0]), float(span[1])) if span else None
 
     def full(self) -> Trace:
         """The whole file trace (synthetic: the generator's default window)."""

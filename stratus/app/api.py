@@ -163,9 +163,11 @@ def _window(spec: S.CloudSpec, trace):
     if isinstance(trace, str):
         sess = Session(spec)
         return sess.fitted(spec.catalog, spec.drop_oversized), sess.history, sess.warmup_hours()
+    from stratus.app.session import loaded_window
     from stratus.pricing.catalog_files import get_catalog
     from stratus.traces.schema import fit_to_catalog
 
+    trace = loaded_window(trace, spec)
     fitted = fit_to_catalog(trace, get_catalog(spec.catalog), spec.drop_oversized)
     for line in fit_lines(trace, fitted):
         print(line, file=sys.stderr)
@@ -342,7 +344,7 @@ def estimate(trace, estimator: str = "history", **options) -> dict:
 
 def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     from stratus.app.runs import fitted_estimator
-    from stratus.app.session import Session
+    from stratus.app.session import Session, loaded_window
     from stratus.estimators import error_distribution, online_pass
 
     trace = spec.trace if trace is None else trace
@@ -350,6 +352,7 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
         sess = Session(spec)
         trace, history, warmup_h = sess.trace, sess.history, sess.warmup_hours()
     else:
+        trace = loaded_window(trace, spec)
         history, warmup_h = _history(spec, trace)
     est = fitted_estimator(spec.estimator, spec.seed, history, trace)
     return {"trace": trace.name, "estimator": est.name,
@@ -400,13 +403,14 @@ def simulate_waiting(trace, reserved: int | None = None, policy: str | None = No
 
 
 def run_waiting(spec: S.WaitingSpec, trace=None) -> dict:
-    from stratus.app.session import Session
+    from stratus.app.session import Session, loaded_window
     from stratus.app.waiting import simulate_trace
 
     trace = spec.trace if trace is None else trace
     if isinstance(trace, str):
         sess = Session(spec)
         return simulate_trace(sess.trace, spec, sess.history)
+    trace = loaded_window(trace, spec)
     return simulate_trace(trace, spec, _history(spec, trace)[0])
 
 
@@ -417,11 +421,10 @@ def advise(trace, policy: str, **options) -> dict:
 
 
 def run_advise(spec: S.AdviseSpec, trace=None) -> dict:
-    from stratus.app.session import Session
+    from stratus.app.session import window_trace
     from stratus.app.waiting import advise as advise_trace
 
-    trace = spec.trace if trace is None else trace
-    return advise_trace(Session(spec).trace if isinstance(trace, str) else trace, spec)
+    return advise_trace(window_trace(spec, trace), spec)
 
 
 def run_advise_commit(spec: S.CommitSpec, trace=None, progress: bool = False) -> dict:

@@ -14,10 +14,9 @@ from stratus.app.spec.qos import QosRunSpec, QosSweepSpec
 
 def _trace_of(spec, trace):
     """The loaded window: ``trace`` itself when it is a trace object, else the spec's."""
-    from stratus.app.session import Session
+    from stratus.app.session import window_trace
 
-    trace = spec.trace if trace is None else trace
-    return Session(spec).trace if isinstance(trace, str) else trace
+    return window_trace(spec, trace)
 
 
 def run(trace, scheme: str = "vqops", **options) -> dict:

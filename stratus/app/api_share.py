@@ -8,11 +8,10 @@ from stratus.app.spec.share import SHARE_SPECS, ShareOptions
 
 def run_share(spec: ShareOptions, trace=None):
     """(the command's document, the simulate run or None) for ``spec``."""
-    from stratus.app.session import Session
+    from stratus.app.session import window_trace
     from stratus.app.share import share_doc
 
-    trace = spec.trace if trace is None else trace
-    return share_doc(spec, Session(spec).trace if isinstance(trace, str) else trace)
+    return share_doc(spec, window_trace(spec, trace))
 
 
 def _call(cmd: str, trace, options: dict) -> dict:

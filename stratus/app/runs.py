@@ -74,6 +74,10 @@ def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[
     from stratus.progress import ProgressBar
 
     cfg = replay_config(spec)
+    if spec.market == "spot":
+        from stratus.markets import check_trace_spot_window
+
+        check_trace_spot_window(cfg.prices, trace, spec.spot_start)
     if sched.kind == COST_MODEL:  # no engine: the model bills the trace itself
         return sched.factory().replay(trace, cfg)
     est = fitted_estimator(estimator_name(spec, sched), spec.seed, history)

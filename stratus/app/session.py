@@ -5,6 +5,10 @@ from __future__ import annotations
 import sys
 
 from stratus.app.spec import WindowSpec
+from stratus.base.errors import ConfigError
+
+#: a Google 2011 window given as format options (traces/google2011.py)
+FORMAT_WINDOW = ("window_start_s", "window_hours", "window_end_s")
 
 
 class Session:
@@ -30,6 +34,8 @@ class Session:
         else:
             self.start, self.hours = spec.start, spec.hours
         self.trace = self.source.window(self.start, self.hours)
+        check_window(self.trace, self.source, self.start, self.hours,
+                     None if k is None else (k, spec.slices or 20))
         self._history = None
         self._history_loaded = False
         if not self.source.reported:  # once per load, not once per window
@@ -79,6 +85,70 @@ class Session:
             + (f", {self.hours:g} h)" if self.hours is not None else ")"))
         self._say(fit_lines(self.trace, trace, where))
         return trace
+
+
+def check_window(trace, source, start: float | None, hours: float | None,
+                 slice_: tuple[int, int] | None = None) -> None:
+    """A window with no task is refused, before any replay: a bill of $0.00 for nothing
+    would pass for a result. One line names the window and the span the trace covers."""
+    if len(trace):
+        return
+    cut = start is not None or hours is not None or slice_ is not None
+    if not cut:
+        for line in report_lines(trace):  # what the loader dropped says why nothing is left
+            print(line, file=sys.stderr)
+    verb = "drew no job" if source.synthetic else "holds no whole job" if cut else "holds no job"
+    raise ConfigError(f"{source.spec}: {_window_text(source, trace, start, hours, slice_)} "
+                      f"{verb}; {_covers_text(source)}")
+
+
+def _t(x: float) -> str:
+    return f"{x:.10g}"
+
+
+def _window_text(source, trace, start, hours, slice_) -> str:
+    if start is None and hours is None:
+        opts = trace.meta.get("options") or {}
+        given = [f"{k}={opts[k]}" for k in FORMAT_WINDOW if opts.get(k) not in (None, "")]
+        if given:
+            return f"the {trace.meta.get('format', 'format')} window {' '.join(given)}"
+        return "the trace"
+    lo = float(start) if start is not None else source.origin()
+    hi = lo + float(hours) * 3600.0 if hours is not None else float("inf")
+    named = f"start {_t(lo)} s" + ("" if hours is None else f", {_t(float(hours))} h")
+    where = f"[{_t(lo)}, {_t(hi)}) s of trace time"
+    if slice_ is not None:
+        return f"slice {slice_[0]} of {slice_[1]} ({named}: {where})"
+    return f"the window {named} ({where})"
+
+
+def _covers_text(source) -> str:
+    if source.synthetic:
+        return "a synthetic trace has jobs at any time: give a longer --hours or a larger scale"
+    span = source.covers()
+    if span is None:
+        return "the trace holds no task (the load report above says what was dropped)"
+    lo, hi = span
+    return f"the trace covers [{_t(lo)}, {_t(hi)}] s of trace time ({(hi - lo) / 3600:.4g} h)"
+
+
+def loaded_window(trace, spec: WindowSpec):
+    """A trace given in memory (the Python API) cut to ``spec``'s --start/--hours as a
+    file's window is, and refused when empty; a slice is cut from a trace spec only."""
+    from stratus.traces.spec import TraceSource
+
+    if spec.slice is not None:
+        raise ConfigError("slices are cut from a trace spec; a loaded trace is one window")
+    source = TraceSource.loaded(trace)
+    out = source.window(spec.start, spec.hours)
+    check_window(out, source, spec.start, spec.hours)
+    return out
+
+
+def window_trace(spec: WindowSpec, trace=None):
+    """The window ``spec`` names, of ``trace`` when it is a loaded trace (else the spec's)."""
+    trace = spec.trace if trace is None else trace
+    return Session(spec).trace if isinstance(trace, str) else loaded_window(trace, spec)
 
 
 def getattr_warmup(spec) -> str:

@@ -47,6 +47,7 @@ from stratus.app.spec import Spec
 from stratus.app.sweep_claims import Claims
 from stratus.app.sweep_run import MESSAGES, Cell, CellBar, cell_text, check_executor, runner
 from stratus.base.errors import ConfigError
+from stratus.base.inputs import check_input
 
 COMMANDS = ("replay", "waiting")
 SPECS = {"replay": S.ReplaySpec, "waiting": S.WaitingSpec}
@@ -222,6 +223,7 @@ def load_config(path, results: str | None = None) -> Plan:
         p, text = sweep_toml.NAME, sweep_toml.dumps(path)
     else:
         p = Path(path)
+        check_input(p)
         try:
             text = p.read_text()
         except OSError as exc:

@@ -12,7 +12,13 @@ from stratus.base.errors import ConfigError
 from stratus.pricing.catalog_files import get_catalog
 from stratus.reserved import reserved_text
 from stratus.waiting.bill import mix_prices, pool_prices, smallest_vm_costs
-from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
+from stratus.waiting.pool import (
+    PoolSpec,
+    WaitingPolicy,
+    opportunity_cost,
+    simulate,
+    summarize,
+)
 
 MISPREDICTION_SEED = 0x3A17
 SPECULATE_MARKETS = ("on-demand", "spot")
@@ -160,12 +166,10 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
         prices = pool_prices(catalog, spec.cores, spec.mem_gib, opts.reserved_discount,
                              opts.reserved_type)
         rate = prices.server_reserved_hourly  # per server, S of them
-        core_hour = prices.core_hour_ondemand
         hourly = spec.servers * rate
     else:
         prices = mix_prices(catalog, mix, opts.reserved_discount)
         rate = list(prices.rates)  # one per server, in the pool's order
-        core_hour = prices.core_hour_ondemand
         hourly = prices.reserved_hourly
     f = trace.frame
     submit = f["submit_s"].to_numpy(np.float64)
@@ -215,9 +219,13 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
                   truly_long=round(float(np.mean(true > opts.b)), 6) if decisions else None)
     else:
         if opts.policy == "ljw-spec" and opts.speculate_market == "spot":
+            from stratus.markets import check_spot_window
             from stratus.waiting.spot import SpotSpeculation
 
-            spot = SpotSpeculation(_spot_book(opts, catalog), cpu, mem)
+            book = _spot_book(opts, catalog)
+            check_spot_window(book, float(submit.min()), float((submit + runtime).max()),
+                              opts.spot_start)
+            spot = SpotSpeculation(book, cpu, mem)
             spot.check(np.nonzero(spec.fits(cpu, mem))[0])
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=estimate, revocation=None if spot is None else spot.revocation)
@@ -225,17 +233,19 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
     if steady is None:
         steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
+    # normalized_price's unit: the same jobs all on demand, which no server's shape changes
+    ondemand = float(per_job.sum())
     spec_bill = None
     if spot is not None:
         from stratus.waiting.spot import speculation_bill
 
         spec_bill = speculation_bill(run, spot, runtime, per_job)
         out = summarize(run, submit, runtime, cpu, rate, spec.servers,
-                        spec_bill["cloud_cost"], core_hour, steady,
+                        spec_bill["cloud_cost"], ondemand, steady,
                         waste_usd=spec_bill["killed_usd"] + spec_bill["revoked_usd"])
     else:
         out = summarize(run, submit, runtime, cpu, rate, spec.servers,
-                        per_job, core_hour, steady,
+                        per_job, ondemand, steady,
                         speculation_s=opts.t if opts.policy == "ljw-spec" else 0.0)
     if opts.policy == "ljw-spec":
         # 003 §3.1: the two kinds of wasted spend, apart; they sum to speculation_waste_usd
@@ -249,15 +259,15 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
     if opts.cloud != "smallest-vm":
         vc = replay_overflow(trace, order, run, opts, history)
         cloud_model = f"{opts.cloud} ({opts.market}, {opts.cloud_catalog})"
-        work = out["total_cost_usd"] / out["normalized_price"] if out["normalized_price"] else None
         out["cloud_cost_smallest_vm_usd"] = out["cloud_cost_usd"]
         out["cloud_cost_usd"] = round(vc["total_cost_usd"], 4)
         out["total_cost_usd"] = round(out["reserved_cost_usd"] + out["cloud_cost_usd"]
                                       + out["speculation_waste_usd"], 4)
-        out["normalized_price"] = round(out["total_cost_usd"] / work, 6) if work else None
-        if out["normalized_price"] is not None and out["mean_wait_s"] is not None:
-            out["opportunity_cost"] = round(out["normalized_price"] * core_hour
-                                            * out["mean_wait_s"], 6)
+        out["normalized_price"] = (round(out["total_cost_usd"] / ondemand, 6) if ondemand > 0
+                                   else None)
+        if out["mean_wait_s"] is not None:
+            out["opportunity_cost"] = opportunity_cost(out["total_cost_usd"], cpu, runtime,
+                                                       out["mean_wait_s"])
         out["cloud_replay"] = {k: vc.get(k) for k in (
             "scheduler", "tasks", "total_cost_usd", "lower_bound_cost_usd", "instances_acquired",
             "migrations", "latency", "utilization", "wall_seconds")}
@@ -265,7 +275,7 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
         # the oracle on the very same jobs, for the comparison 003 Figs. 7-8 make
         ref = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under,
                        estimate=None if estimate is None else estimate[keep])
-        o = summarize(ref, submit, runtime, cpu, rate, spec.servers, per_job, core_hour,
+        o = summarize(ref, submit, runtime, cpu, rate, spec.servers, per_job, ondemand,
                       steady)
         ml["oracle_same_jobs"] = {k: o[k] for k in ("normalized_price", "mean_wait_s",
                                                     "on_demand_fraction", "total_cost_usd",
@@ -303,6 +313,7 @@ def advise(trace, opts: AdviseSpec) -> dict:
                          prices.core_hour_ondemand)
     short, over, under = mispredictions(opts.policy, runtime, opts.t, 0.0, 0.0, opts.seed)
     per_job = smallest_vm_costs(catalog, cpu, mem, runtime)
+    ondemand = float(per_job.sum())  # normalized_price's unit (simulate_trace)
     policy = WaitingPolicy(opts.policy, opts.b, opts.t)
     steady = 0.1 if trace.meta.get("generator") == "mms" else 0.0
 
@@ -311,7 +322,7 @@ def advise(trace, opts: AdviseSpec) -> dict:
                         opts.scheduling, opts.work_conserving)
         run = simulate(spec, policy, submit, runtime, cpu, mem, short, over, under)
         o = summarize(run, submit, runtime, cpu, prices.server_reserved_hourly, s, per_job,
-                      prices.core_hour_ondemand, steady,
+                      ondemand, steady,
                       speculation_s=opts.t if opts.policy == "ljw-spec" else 0.0)
         return Point(s, o["total_cost_usd"], o["normalized_price"], o["mean_wait_s"],
                      o["on_demand_fraction"])

@@ -212,6 +212,7 @@ class Mirror(Engine):
         self.start_s = t0
         self.ended_early = None
         self._idle_ticks = self._done_at_tick = 0
+        self._tick_at, self._tick_no = math.inf, 0  # (Engine._wake: the loop ticks itself)
         self._restarts: dict[int, int] = {}
         self._crash_loop = None
         self.cloud.open_prices(t0)

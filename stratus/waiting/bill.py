@@ -18,7 +18,7 @@ from stratus.pricing.catalog import Catalog
 class PoolPrices:
     server_ondemand_hourly: float  # the smallest VM that covers one server
     server_reserved_hourly: float
-    core_hour_ondemand: float  # server on-demand price per core: normalized_price's unit
+    core_hour_ondemand: float  # server on-demand price per core (the advisor MILP's)
     server_type: str
 
 
@@ -56,7 +56,7 @@ class MixPrices:
     rates: tuple[float, ...]  # $/h reserved, one per server
     reserved_hourly: float  # their sum
     ondemand_hourly: float  # the servers' on-demand sum
-    core_hour_ondemand: float  # on-demand $ per core-hour of the pool: normalized_price's unit
+    core_hour_ondemand: float  # on-demand $ per core-hour of the pool
 
 
 def mix_prices(catalog: Catalog, pairs, discount: float | None) -> MixPrices:

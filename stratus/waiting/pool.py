@@ -889,16 +889,26 @@ def steady_mask(n: int, fraction: float) -> np.ndarray:
     return mask
 
 
+def opportunity_cost(total: float, cpu: np.ndarray, runtime: np.ndarray,
+                     mean_wait: float) -> float | None:
+    """000 §4.1.1: P × w, P the bill per core-hour of the jobs' work, w the mean wait."""
+    core_hours = float((cpu * runtime).sum()) / 3600.0
+    return None if core_hours <= 0 else round(total / core_hours * mean_wait, 6)
+
+
 def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.ndarray,
               reserved_rate: float | Sequence[float], servers: int,
               cloud_cost: Sequence[float] | np.ndarray,
-              core_hour_ondemand: float, steady_fraction: float = 0.0,
+              ondemand_usd: float, steady_fraction: float = 0.0,
               speculation_s: float = 0.0, waste_usd: float | None = None) -> dict:
     """The bill and the waits. ``reserved_rate``: $/h per server, or one rate per server
-    (a mix: ``servers`` of them), paid over the whole horizon; ``cloud_cost``: $ per job if it runs in the cloud; ``core_hour_ondemand``: the
-    on-demand price of one core-hour, the unit of ``normalized_price``. Speculation's waste
-    is ``waste_usd`` when given (spot: ``stratus.waiting.spot.speculation_bill``), else
-    ``speculation_s`` of each killed job's on-demand run."""
+    (a mix: ``servers`` of them), paid over the whole horizon; ``cloud_cost``: $ per job if
+    it runs in the cloud; ``ondemand_usd``: what the same jobs cost all on demand (each on
+    the cheapest VM that fits it, ``stratus.waiting.bill.smallest_vm_costs``), the unit of
+    ``normalized_price``: 1 is the all-on-demand bill, whatever the servers' shape.
+    Speculation's waste is ``waste_usd`` when given (spot:
+    ``stratus.waiting.spot.speculation_bill``), else ``speculation_s`` of each killed
+    job's on-demand run."""
     n = len(submit)
     if n == 0:
         return {"jobs": 0, "mean_wait_s": 0.0, "normalized_price": None, "on_demand_fraction": 0.0,
@@ -921,10 +931,9 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
         waste = float((np.asarray(cloud_cost, dtype=np.float64)[k] * speculation_s
                        / runtime[k]).sum())
     total = reserved + cloud + waste
-    work = float((cpu * runtime).sum()) / 3600.0 * core_hour_ondemand
     keep = steady_mask(n, steady_fraction)
     mean_wait = float(run.wait[keep].mean()) if keep.any() else 0.0
-    norm = total / work if work > 0 else None
+    norm = total / ondemand_usd if ondemand_usd > 0 else None
     return {
         "jobs": n,
         "jobs_unfit": int((~run.fits).sum()),
@@ -938,7 +947,6 @@ def summarize(run: PoolRun, submit: np.ndarray, runtime: np.ndarray, cpu: np.nda
         "speculation_waste_usd": round(waste, 4),
         "jobs_killed": int(run.killed.sum()) if run.killed is not None else 0,
         # 000 §4.1.1: P × w, with P the price per core-hour of work
-        "opportunity_cost": None if norm is None else round(norm * core_hour_ondemand
-                                                            * mean_wait, 6),
+        "opportunity_cost": opportunity_cost(total, cpu, runtime, mean_wait),
         "horizon_h": round(horizon_h, 4),
     }

@@ -43,18 +43,20 @@ def empty_parquet(tmp_path):
     return empty
 
 
-@pytest.mark.parametrize("window", [["--hours", "0"], ["--start", "1e12"], []])
-def test_empty_window_is_an_empty_result_with_zero_cost(capsys, empty_parquet, window):
+@pytest.mark.parametrize("window, needles", [
+    (["--hours", "0"], ["--hours takes a number of hours > 0 and <= 87600"]),
+    (["--start", "999999999"], ["the window start 999999999 s ([999999999, inf) s of trace "
+                                "time) holds no whole job", "the trace covers [0, 3640] s"]),
+    ([], ["empty.parquet: the trace holds no job"]),
+])
+def test_an_empty_window_or_trace_is_refused_naming_it(capsys, empty_parquet, window, needles):
+    """Issue 35 item 3 (it used to be an empty result with $0.00, exit 0): one line, exit 2,
+    naming the window and what the trace covers."""
     trace = SWF if window else empty_parquet
     for extra in ([], ["--json"]):
         code, out, err = run_cli(capsys, "replay", "--trace", trace, *window, "--no-progress",
                                  *extra)
-        assert code == 0 and "Traceback" not in err, err
-        if extra:
-            doc = json.loads(out)
-            assert doc["tasks"] == 0 and doc["total_cost_usd"] == 0.0
-        else:
-            assert "total cost ($)" in out and "0.00" in out
+        assert_one_line_error(code, out, err, *needles)
 
 
 # --- defects 1 and 3: spot price files -----------------------------------------------------

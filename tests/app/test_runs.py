@@ -73,7 +73,7 @@ def test_warmup_hours_rule(arg, window, want):
 
 
 def test_warmup_hours_refuses_words():
-    with pytest.raises(ConfigError, match="--warmup-hours takes a number of hours or 'auto'"):
+    with pytest.raises(ConfigError, match=r"--warmup-hours takes a number of hours in \[0, 87600\] or 'auto'"):
         warmup_hours("a day", 6.0)
 
 

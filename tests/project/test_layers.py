@@ -1,5 +1,6 @@
 """Layers, one way (docs/architecture.md): (0) the foundation every layer uses,
-stratus.base (errors, reports, resources, tempnames), which imports nothing of the project; (1)
+stratus.base (errors, reports, resources, tempnames, bounds, inputs), which imports nothing of
+the project but itself (inputs raises errors' ConfigError); (1)
 stratus.pricing, stratus.traces; (2) the stratus core; (3) stratus.packers,
 stratus.scalers; (4) the application layer, stratus.app. A module imports only its own
 layer and the ones below; no import cycle joins any two modules, and none joins two
@@ -21,7 +22,8 @@ from tests.helpers.paths import ROOT
 PACKAGES = {"stratus": "stratus", "pricing": "stratus.pricing", "traces": "stratus.traces",
             "packers": "stratus.packers", "scalers": "stratus.scalers"}
 FOUNDATION = ("stratus.base", "stratus.base.errors", "stratus.base.reports",
-              "stratus.base.resources", "stratus.base.tempnames")
+              "stratus.base.resources", "stratus.base.tempnames", "stratus.base.bounds",
+              "stratus.base.inputs")
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
 FACADES = ("stratus", "stratus.waiting", "stratus.sharing", "stratus.qos")
@@ -200,8 +202,9 @@ def test_every_import_goes_down_or_sideways():
     assert up == []
 
 
-def test_the_foundation_imports_nothing_of_the_project():
-    assert {m: GRAPH[m] for m in FOUNDATION} == {m: set() for m in FOUNDATION}
+def test_the_foundation_imports_nothing_of_the_project_but_itself():
+    assert {m: GRAPH[m] - set(FOUNDATION) for m in FOUNDATION} == {m: set() for m in FOUNDATION}
+    assert GRAPH["stratus.base.errors"] == set()  # the bottom of it all
 
 
 #: the packages of the layout, each with its subpackages; any other stratus.* is the core

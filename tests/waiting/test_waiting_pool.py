@@ -233,3 +233,41 @@ def test_speculation_kills_long_jobs_at_t_and_bills_the_waste():
                     speculation_s=300.0)
     assert out["speculation_waste_usd"] == pytest.approx(9.0 * 300 / 900)
     assert out["cloud_cost_usd"] == 1.0 and out["jobs_killed"] == 1
+
+
+@pytest.mark.parametrize("cloud", [[], ["--cloud", "task-per-instance", "--market",
+                                        "on-demand"]])
+def test_with_no_servers_the_normalized_price_does_not_depend_on_their_shape(capsys, cloud):
+    """Issue 35 item 4: with --reserved 0 every job runs on demand, and the price per unit
+    of work cannot depend on a server that does not exist (it was 0.43, 4.28 and 8.57 for
+    shapes (0.1, 0.4), (1, 4) and (8, 32)). The unit is the jobs' own on-demand bill: 1
+    when each runs on the cheapest VM that fits it."""
+    docs = []
+    for cores, mem in (("0.1", "0.4"), ("1", "4"), ("8", "32")):
+        assert main(["waiting", "simulate", "--trace", "synthetic:google?scale=0.01",
+                     "--hours", "2", "--reserved", "0", "--reserved-cores", cores,
+                     "--reserved-mem-gb", mem, "--policy", "njw", *cloud, "--json"]) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    prices = {d["normalized_price"] for d in docs}
+    assert len(prices) == 1 and len({d["total_cost_usd"] for d in docs}) == 1
+    if not cloud:
+        assert prices == {1.0} and docs[0]["on_demand_fraction"] == 1.0
+
+
+def test_the_normalized_price_is_the_bill_over_the_all_on_demand_bill(capsys):
+    assert main(["waiting", "simulate", "--trace", "synthetic:google?scale=0.01",
+                 "--hours", "2", "--reserved", "2", "--reserved-cores", "8",
+                 "--reserved-mem-gb", "32", "--policy", "ajw-t", "--b", "600", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    from stratus.app.api import load_trace
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.waiting.bill import smallest_vm_costs
+
+    f = load_trace("synthetic:google?scale=0.01", hours=2).frame
+    od = smallest_vm_costs(get_catalog("m5"), f["cpu"].to_numpy(), f["mem_gib"].to_numpy(),
+                           f["runtime_s"].to_numpy()).sum()
+    # (the total is rounded to 4 decimals in the document)
+    assert doc["normalized_price"] == pytest.approx(doc["total_cost_usd"] / od, rel=2e-4)
+    core_h = float((f["cpu"] * f["runtime_s"]).sum()) / 3600
+    assert doc["opportunity_cost"] == pytest.approx(
+        doc["total_cost_usd"] / core_h * doc["mean_wait_s"], rel=1e-5)

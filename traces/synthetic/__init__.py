@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
+from stratus.base.bounds import MAX_INSTANT_S
 from stratus.base.errors import ConfigError
 from stratus.traces.schema import Trace
 
@@ -45,7 +46,7 @@ def _convert(gen: str, key: str, value: object, default: object) -> object:
     return num
 
 
-MAX_START_S = 1e11
+MAX_START_S = MAX_INSTANT_S
 
 
 def generate(name: str, **params: object) -> Trace:

@@ -11,9 +11,17 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
+from stratus.base.bounds import (
+    MAX_HOURS,
+    MAX_INSTANT_S,
+    MAX_SECONDS,
+    MAX_SPINUP_S,
+    MAX_TICK_S,
+    MIN_TICK_S,
+)
 from stratus.base.errors import ConfigError, plain
+from stratus.base.inputs import check_input
 
-MIN_TICK_S = 1.0  # a finer tick makes a day's replay millions of scheduling rounds
 CATALOG_HELP = ("instance catalog: a built-in name (see `stratus catalogs`) or your own "
                 "catalog file, .toml or .csv")
 
@@ -45,6 +53,11 @@ def cli_label(name: str) -> str:
 
 
 # --- validators -----------------------------------------------------------------------------
+def _num(x: float) -> str:
+    """A bound as a user reads it: 315360000, not 3.1536e+08; 1e+11 stays short."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e10 else f"{x:g}"
+
+
 def number(what: str, lo: float | None = None, above: bool = False, hi: float | None = None,
            integer: bool = False, optional: bool = False) -> Callable[[Any], Any]:
     """A finite number (an integer with ``integer``) >= lo (> lo with ``above``), <= hi."""
@@ -64,11 +77,31 @@ def number(what: str, lo: float | None = None, above: bool = False, hi: float | 
         ok = x is not None and math.isfinite(x) and (
             lo is None or (x > lo if above else x >= lo)) and (hi is None or x <= hi)
         if not ok:
-            bound = "" if lo is None else f" {'>' if above else '>='} {lo:g}"
-            bound += "" if hi is None else f" and <= {hi:g}"
+            bound = "" if lo is None else f" {'>' if above else '>='} {_num(lo)}"
+            bound += "" if hi is None else f" and <= {_num(hi)}"
             raise Bad(f"takes {what}{bound}, got {v!r}")
         return int(x) if integer else float(x)
     return check
+
+
+def seconds(lo: float = 0.0, above: bool = False, hi: float = MAX_SECONDS,
+            optional: bool = False) -> Callable[[Any], Any]:
+    """A duration in seconds within its sane range (stratus.base.bounds)."""
+    return number("a number of seconds", lo, above=above, hi=hi, optional=optional)
+
+
+def span_hours(optional: bool = False) -> Callable[[Any], Any]:
+    """A duration in hours, > 0 and at most ten years (stratus.base.bounds)."""
+    return number("a number of hours", 0, above=True, hi=MAX_HOURS, optional=optional)
+
+
+def instant(optional: bool = False) -> Callable[[Any], Any]:
+    """A point in trace (or price-history) time, in seconds, within +-MAX_INSTANT_S."""
+    return number("a number of seconds", -MAX_INSTANT_S, hi=MAX_INSTANT_S, optional=optional)
+
+
+def tick_seconds() -> Callable[[Any], Any]:
+    return seconds(MIN_TICK_S, hi=MAX_TICK_S)
 
 
 def text(choices: tuple[str, ...] | None = None, optional: bool = False,
@@ -168,8 +201,8 @@ def _spinup(v):
         lo, hi = (float(x) for x in str(v).split(","))
     except ValueError:
         raise Bad(f"takes LO,HI in seconds, got {v!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi):
-        raise Bad(f"takes LO,HI in seconds with 0 <= LO <= HI, got {v!r}")
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi <= MAX_SPINUP_S):
+        raise Bad(f"takes LO,HI in seconds with 0 <= LO <= HI <= {MAX_SPINUP_S:g}, got {v!r}")
     return f"{lo!r},{hi!r}"
 
 
@@ -265,6 +298,7 @@ def _path(v):
         return None
     if not isinstance(v, str) or not v:
         raise Bad(f"takes a file path, got {v!r}")
+    check_input(v)  # a FIFO would block the reader: refused before any work
     return v
 
 
@@ -288,6 +322,8 @@ def _trace(v):
 
         name, params = parse_synthetic(v)
         checked(name, params)  # a bad name or parameter fails before any cell runs
+    else:
+        check_input(v)  # a FIFO would block the reader: refused before any work
     return v
 
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from stratus.app.spec.fields import (
-    MIN_TICK_S,
     Spec,
     _catalog,
     _footprint,
@@ -18,7 +17,9 @@ from stratus.app.spec.fields import (
     flag,
     number,
     opt,
+    seconds,
     text,
+    tick_seconds,
 )
 from stratus.base.errors import ConfigError
 
@@ -71,7 +72,7 @@ class LiveSpec(Spec):
     spot_prices: str | None = opt(None, _path, metavar="FILE",
                                   help="spot prices from an AWS price history file (default: "
                                        "EC2's DescribeSpotPriceHistory at the start)")
-    tick: float = opt(60.0, number("a number of seconds", MIN_TICK_S),
+    tick: float = opt(60.0, tick_seconds(),
                       help="scheduling interval in seconds")
     spinup: str = opt("30,160", _spinup, help="spin-up range LO,HI seconds the scheduler "
                                               "assumes")
@@ -83,18 +84,18 @@ class LiveSpec(Spec):
                          help="runtime estimates: annotation (stratus.io/estimate-s, else "
                               "--estimate-default) or history (learned from the tasks that "
                               "ended, grouped by stratus.io/estimate-key and namespace)")
-    estimate_default: float = opt(3600.0, number("a number of seconds", 0, above=True),
+    estimate_default: float = opt(3600.0, seconds(0, above=True),
                                   metavar="S", help="runtime estimate of a pod without the "
                                                     "annotation stratus.io/estimate-s")
     # --- the loop ----------------------------------------------------------------------------
     ticks: int | None = opt(None, number("an integer", 1, integer=True, optional=True),
                             metavar="N", help="stop after N ticks (default: --shadow 1, "
                                               "--apply until interrupted)")
-    poll: float = opt(5.0, number("a number of seconds", 0, above=True),
+    poll: float = opt(5.0, seconds(0, above=True, hi=3600.0),
                       help="seconds between looks at the cluster between ticks")
-    boot_timeout: float = opt(900.0, number("a number of seconds", 0, above=True),
+    boot_timeout: float = opt(900.0, seconds(0, above=True, hi=86400.0),
                               help="an instance not up as a node after this is given up")
-    ice_window: float = opt(300.0, number("a number of seconds", 0),
+    ice_window: float = opt(300.0, seconds(hi=86400.0),
                             help="a type refused for capacity is not asked for again for "
                                  "this long")
 

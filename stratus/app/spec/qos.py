@@ -105,7 +105,10 @@ def _dup_fracs(v):
 def _fixed_windows(v):
     if v is None or v == "":
         return None
-    return _floats(above=True)(v)
+    out = _floats(above=True)(v)
+    if max(out) > MAX_HOURS:
+        raise Bad(f"takes hours in (0, {MAX_HOURS}], got {v!r}")
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,6 @@ from typing import ClassVar
 
 from stratus.app.spec.fields import (
     CATALOG_HELP,
-    MIN_TICK_S,
     Bad,
     Spec,
     _cache_dir,
@@ -28,11 +27,15 @@ from stratus.app.spec.fields import (
     _waiting,
     _warmup,
     flag,
+    instant,
     names,
     number,
     numbers,
     opt,
+    seconds,
+    span_hours,
     text,
+    tick_seconds,
 )
 from stratus.base.errors import ConfigError
 
@@ -44,9 +47,9 @@ class WindowSpec(Spec):
     format: str | None = opt(None, text(optional=True, what="a trace format name"),
                              help="trace file format, e.g. swf, google2011, umass, "
                                   "generic?... (see `stratus traces formats`)")
-    hours: float | None = opt(None, number("a number of hours", 0, optional=True),
+    hours: float | None = opt(None, span_hours(optional=True),
                               help="length of the window in hours")
-    start: float | None = opt(None, number("a number of seconds", optional=True),
+    start: float | None = opt(None, instant(optional=True),
                               help="window start, seconds of trace time")
     slice: int | None = opt(None, number("an integer", 0, integer=True, optional=True),
                             metavar="K", help="use seeded random window K of --slices "
@@ -98,7 +101,7 @@ class SpotPrices(Spec):
                                        "default: synthetic (the bundled trace for m4)")
     spot_zone: str | None = opt(None, text(optional=True),
                                 help="availability zone to take from --spot-prices")
-    spot_start: float = opt(0.0, number("a number of seconds"),
+    spot_start: float = opt(0.0, instant(),
                             help="seconds into the spot history that line up with trace "
                                  "time 0")
 
@@ -106,8 +109,8 @@ class SpotPrices(Spec):
 @dataclass(frozen=True, kw_only=True)
 class CloudSpec(WindowSpec, SpotPrices):
     """The simulated cloud a replay runs in, and the estimator it predicts with."""
-    tick: float = opt(60.0, number("a number of seconds", MIN_TICK_S),
-                      help="scheduling interval in seconds (at least 1)")
+    tick: float = opt(60.0, tick_seconds(),
+                      help="scheduling interval in seconds (1 to 3600)")
     market: str = opt("spot", _market,
                       help="market for acquisitions: spot (bid = on-demand) or on-demand")
     estimator: str | None = opt(None, _estimator,
@@ -126,8 +129,7 @@ class CloudSpec(WindowSpec, SpotPrices):
     migration_footprint: str = opt("request", _footprint, metavar="request|usage:F",
                                    help="memory a migration moves: the request or F in "
                                         "(0, 1] of it")
-    max_hours: float | None = opt(None, number("a number of hours", 0, above=True,
-                                               optional=True), metavar="H",
+    max_hours: float | None = opt(None, span_hours(optional=True), metavar="H",
                                   help="stop a replay H simulated hours after it starts; "
                                        "tasks not done by then are reported unfinished "
                                        "(default: run until every task is done or capacity "
@@ -297,8 +299,8 @@ class CommitSpec(ReplaySpec):
     commit: str = opt(check=text(COMMITS), choices=COMMITS,
                       help="what to buy: a reserved mix (count per type) or a savings-plan "
                            "level ($/h)")
-    slot: float = opt(3600.0, number("a number of seconds", 0, above=True),
-                      help="the MILP's time slot over the load curve, s")
+    slot: float = opt(3600.0, seconds(60.0, hi=86400.0),
+                      help="the MILP's time slot over the load curve, s (60 to 86400)")
     replays: int = opt(10, number("a whole number", 3, integer=True, hi=200), metavar="N",
                        help="at most N replays in the search")
     plan_discount: float = opt(PLAN_DISCOUNT, _discount, metavar="D",

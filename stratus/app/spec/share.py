@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from stratus.app.spec.fields import Bad, flag, number, opt, text
+from stratus.app.spec.fields import Bad, flag, number, opt, seconds, text
 from stratus.app.spec.replay import WindowSpec
 from stratus.base.errors import ConfigError
 
@@ -127,9 +127,8 @@ class ShareOptions(WindowSpec):
                                 help="reserved price / on-demand price (004 §5)")
     od_sizing: str = opt("auto", _choice("--od-sizing", ("auto", "exact", "m5")),
                          help="exact (pool default) or m5")
-    b: float = opt(86400.0, number("a number of seconds", 0),
-                   help="burst-wait: longest wait, s")
-    t: float = opt(180.0, number("a number of seconds", 0), help="burst-wait: short jobs, s")
+    b: float = opt(86400.0, seconds(), help="burst-wait: longest wait, s")
+    t: float = opt(180.0, seconds(), help="burst-wait: short jobs, s")
     short_jobs: str = opt("reserved-first", text(what="reserved-first or ondemand"),
                           help="reserved-first or ondemand")
     placement: str = opt("best-fit", text(what="best-fit or first-fit"),

@@ -19,6 +19,7 @@ from stratus.app.spec.fields import (
     number,
     opt,
     reserved_pairs,
+    seconds,
     text,
 )
 from stratus.app.spec.replay import SpotPrices, WindowSpec
@@ -81,8 +82,8 @@ class PoolOptions(WindowSpec, ServerSpec):
     policy: str = opt(check=text(what="a waiting policy"),
                       help="njw, ajw, ajw-t, sww, ljw, compound or ljw-spec (LJW by "
                            "speculative execution, paper 003 §3.1)")
-    b: float = opt(0.0, number("a number of seconds", 0), help=POOL_HELP["b"])
-    t: float = opt(0.0, number("a number of seconds", 0), help=POOL_HELP["t"])
+    b: float = opt(0.0, seconds(), help=POOL_HELP["b"])
+    t: float = opt(0.0, seconds(), help=POOL_HELP["t"])
     scheduling: str = opt("fcfs", text(("fcfs", "sjf")), help="queue order: fcfs or sjf")
     packing: str = opt("best-fit", text(("best-fit", "first-fit")),
                        help="best-fit or first-fit")
@@ -228,8 +229,8 @@ class AdviseSpec(PoolOptions):
     command: ClassVar[str] = "advise"
     policy: str = opt(check=text(what="a waiting policy"),
                       help="njw, ajw-t, sww, ljw, compound (or ajw)")
-    slot: float = opt(3600.0, number("a number of seconds", 0, above=True),
-                      help="MILP time slot, s")
+    slot: float = opt(3600.0, seconds(60.0, hi=86400.0),
+                      help="MILP time slot, s (60 to 86400)")
 
     def check(self) -> None:
         super().check()
@@ -262,10 +263,8 @@ class AnalyzeSpec(Spec):
     pf: float = opt(check=number("a price", 0),
                     help="fixed (reserved) price per server at full use")
     po: float = opt(check=number("a price", 0), help="on-demand price per server")
-    b: float = opt(0.0, number("a number of seconds", 0),
-                   help="waiting threshold, s (ajw-t, sww, compound)")
-    t: float = opt(0.0, number("a number of seconds", 0),
-                   help="short-job threshold, s (ljw, compound)")
+    b: float = opt(0.0, seconds(), help="waiting threshold, s (ajw-t, sww, compound)")
+    t: float = opt(0.0, seconds(), help="short-job threshold, s (ljw, compound)")
     f_over: float = opt(0.0, number("a fraction", 0, hi=1),
                         help="SWW: share of jobs over-predicting their wait (§4.1.1)")
     f_under: float = opt(0.0, number("a fraction", 0, hi=1),
