@@ -301,7 +301,7 @@ def test_every_single_byte_change_to_an_entry_is_seen(tmp_path, swf_copy):
 
 
 @pytest.mark.slow
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=st.floats(0, 1, exclude_max=True), value=st.integers(1, 255))
 def test_a_changed_byte_on_disk_is_loaded_again(tmp_path_factory, where, value):
