@@ -2,25 +2,27 @@
 at 1k, 4k and 16k tasks, and its scaling exponent.
 
     python benchmarks/bench_sww.py [--json]                  # 1k, 4k, 16k (a minute or so)
-    python benchmarks/bench_sww.py --reference 1000,4000     # and the reference forecast
-    python benchmarks/bench_sww.py --workload day            # a day's first tasks instead
+    python benchmarks/bench_sww.py --reference 1000          # and the reference forecast
+    python benchmarks/bench_sww.py --workload tiled          # one hour, repeated
     python benchmarks/bench_sww.py --quick                   # small sizes (smoke use)
 
-Workload (``tiled``, the default): one hour of the Google-like generator
-(``synthetic:google?scale=0.2``, seed 1: 1,078 tasks in 79 jobs, the tasks of a job
-arriving together, the bursts that made the forecast quadratic), repeated hour after hour
-(job ids renumbered) and cut at N tasks: each size is the same workload, for longer.
-``day``: the first N tasks of a Google-like day (scale 0.2, seed 1) instead, whose load
-grows with N (a backlog of a thousand queued tasks by 4k). Each is replayed under the
-``stratus`` scheduler (its history estimator) on spot with ``--reserved m4.10xlarge:4
---waiting sww:b=900``, and under ``njw`` (the same replay with no forecast: the control).
+Workload (``day``, the default): the first N tasks of a Google-like day
+(``synthetic:google?scale=0.05``, seed 1: 21,727 tasks, the trace of issue 35's timings:
+its 6 and 12 hours were 2,805 and 8,534 tasks). The tasks of a job arrive together (the
+bursts that made the forecast quadratic), and the load grows through the morning: queues
+of hundreds of tasks by 4k. ``tiled``: one hour of the same generator at scale 0.2 (1,078
+tasks in 79 jobs) repeated hour after hour (job ids renumbered) and cut at N tasks: the
+same workload, only longer. Each is replayed under the ``stratus`` scheduler (its history
+estimator) on spot with ``--reserved m4.10xlarge:4 --waiting sww:b=900``, and under
+``njw`` (the same replay with no forecast: the control).
 
-Timed: the engine's run (the summary's ``wall_seconds``), the best of ``--repeat``. The
-exponent is the least-squares slope of log wall time on log tasks. ``--reference``: SWW
-with ``stratus.gate_forecast.reference_wait`` (one whole simulation per task asked, as
-before issue 35) at those sizes; each such row says whether its summary, wall time
-aside, is the incremental forecast's to the bit. Prints a table, or with ``--json`` one
-JSON document; writes nothing.
+Timed: the engine's run (the summary's ``wall_seconds``) and the CPU seconds of its event
+loop (steadier on a shared machine), the best of ``--repeat`` (by wall). The exponent is the
+least-squares slope of log time on log tasks, for each. ``--reference``: SWW with
+``stratus.gate_forecast.reference_wait`` (one whole simulation per task asked, as before
+issue 35) at those sizes (minutes at 1k, much longer at 4k); each such row says whether
+its summary, wall time aside, is the incremental forecast's to the bit. Prints a table,
+or with ``--json`` one JSON document; writes nothing.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def workload(name: str, n: int):
     from stratus.traces.schema import Trace
 
     if name == "day":
-        frame = synthetic("google", seed=1, scale=0.2, hours=24).frame
+        frame = synthetic("google", seed=1, scale=0.05, hours=24).frame
     else:
         block = synthetic("google", seed=1, scale=0.2, hours=1).frame
         parts = []
@@ -69,12 +71,25 @@ def run(trace, policy: str, reference: bool = False) -> dict:
     import stratus.waiting_gate as gate
     from stratus.app.api import replay
     from stratus.gate_forecast import Forecast, ReferenceForecast
+    from stratus.kernel import Kernel
 
-    with mock.patch.object(gate, "Forecast", ReferenceForecast if reference else Forecast):
+    cpu = [0.0]
+    loop = Kernel.run
+
+    def timed(self, *a, **k):  # the engine's event loop: its CPU seconds
+        c0 = time.process_time()
+        try:
+            return loop(self, *a, **k)
+        finally:
+            cpu[0] += time.process_time() - c0
+
+    with mock.patch.object(gate, "Forecast", ReferenceForecast if reference else Forecast), \
+            mock.patch.object(Kernel, "run", timed):
         s = replay(trace, "stratus", reserved=RESERVED, waiting=policy).summary
+    cpu = cpu[0]
     w = s["waiting"]
     return {"policy": policy.split(":")[0] + (" (reference)" if reference else ""),
-            "tasks": s["tasks"], "wall_s": s["wall_seconds"],
+            "tasks": s["tasks"], "wall_s": s["wall_seconds"], "cpu_s": round(cpu, 3),
             "tasks_per_s": round(s["tasks"] / s["wall_seconds"], 1) if s["wall_seconds"] else None,
             "total_cost_usd": s["total_cost_usd"], "tasks_cloud": w["tasks_cloud"],
             "mean_wait_s": w["mean_wait_s"],
@@ -110,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", default=",".join(map(str, SIZES)),
                     help="task counts (default 1000,4000,16000)")
-    ap.add_argument("--workload", choices=("tiled", "day"), default="tiled")
+    ap.add_argument("--workload", choices=("day", "tiled"), default="day")
     ap.add_argument("--reference", default="",
                     help="task counts at which to time the reference forecast too")
     ap.add_argument("--repeat", type=int, default=1, help="runs per size, the best kept (1)")
@@ -139,16 +154,17 @@ def main(argv: list[str] | None = None) -> int:
             ref_rows.append(r)
             print(f"{n:,} tasks sww (reference): {r['wall_s']:.2f} s, same bill: "
                   f"{r['same_as_incremental']}", file=sys.stderr, flush=True)
-    scaling = {}
+    scaling, scaling_cpu = {}, {}
     for policy in POLICIES:
         pol = policy.split(":")[0]
-        pts = [(r["tasks"], r["wall_s"]) for r in rows if r["policy"] == pol]
-        scaling[pol] = exponent(pts)
+        scaling[pol] = exponent([(r["tasks"], r["wall_s"]) for r in rows if r["policy"] == pol])
+        scaling_cpu[pol] = exponent([(r["tasks"], r["cpu_s"]) for r in rows
+                                     if r["policy"] == pol])
     doc = {"benchmark": "sww", "workload": args.workload, "reserved": RESERVED,
            "policies": list(POLICIES), "scheduler": "stratus", "sizes": sizes,
            "runs": [{k: v for k, v in r.items() if k != "summary"} for r in rows],
            "reference": [{k: v for k, v in r.items() if k != "summary"} for r in ref_rows],
-           "scaling_exponent": scaling,
+           "scaling_exponent": scaling, "scaling_exponent_cpu": scaling_cpu,
            "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(),
                        "load_average_at_end": [round(x, 2) for x in os.getloadavg()]
                        if hasattr(os, "getloadavg") else None}}
@@ -160,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(doc: dict) -> str:
-    head = ("policy", "tasks", "wall s", "tasks/s", "cost $", "to cloud", "mean wait s")
-    body = [(r["policy"], f"{r['tasks']:,}", f"{r['wall_s']:.3f}", f"{r['tasks_per_s']:,.0f}",
+    head = ("policy", "tasks", "wall s", "cpu s", "tasks/s", "cost $", "to cloud",
+            "mean wait s")
+    body = [(r["policy"], f"{r['tasks']:,}", f"{r['wall_s']:.3f}", f"{r['cpu_s']:.2f}",
+             f"{r['tasks_per_s']:,.0f}",
              f"{r['total_cost_usd']:.2f}", f"{r['tasks_cloud']:,}", f"{r['mean_wait_s']:.1f}")
             for r in doc["runs"] + doc["reference"]]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
@@ -170,7 +188,10 @@ def table(doc: dict) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += ["", f"scaling exponent of wall time in tasks ({doc['workload']} workload, "
               f"log-log least squares over {', '.join(f'{n:,}' for n in doc['sizes'])})"]
-    lines += [f"  {p:<4} {e if e is not None else '-'}" for p, e in doc["scaling_exponent"].items()]
+    lines += [f"  {p:<4} wall {e if e is not None else '-'}, "
+              f"cpu {doc['scaling_exponent_cpu'][p] if doc['scaling_exponent_cpu'][p] is not None else '-'}"
+              for p, e in doc["scaling_exponent"].items()]
+    lines.append(f"load average at the end: {doc['machine']['load_average_at_end']}")
     for r in doc["reference"]:
         lines.append(f"reference at {r['tasks']:,} tasks: {r['wall_s']:.2f} s, the same "
                      f"summary as the incremental forecast: {r['same_as_incremental']}")

@@ -309,8 +309,51 @@ class Forecast:
         dims = free.shape[1]
         now = self.at[p]
         at, before, after, waiting = self.at[:p], [free.copy()], [], []
+
+        def put(tasks, f: int, c: int, k: int, have: list, req: tuple) -> None:
+            """Tasks f..f+c-1 of a run start now on row k, which had ``have`` free."""
+            nonlocal seq
+            if c == 1:
+                x = tasks[f]
+                fin = now + float(dur[x])
+                start[x], end[x], row[x], cores[x] = i, fin, k, have[0]
+                heappush(ends, (fin, seq, k, req))
+                seq += 1
+                return
+            xs = tasks[f:f + c]
+            fins = now + dur[xs]
+            start[xs], end[xs], row[xs] = i, fins, k
+            cores[xs] = have[0] - req[0] * np.arange(c)
+            for fin, m in sorted(Counter(fins.tolist()).items()):
+                heappush(ends, (fin, seq, k, tuple(m * q for q in req)))
+                seq += 1
+
         while True:
-            if open_:
+            i = len(at)
+            if open_ and len(grew) == 1:  # one row grew (the most common): in Python
+                k = grew[0]
+                have = free[k].tolist()
+                hits = np.flatnonzero((ask <= have).all(axis=1))
+                went = []
+                rest = hits
+                while len(rest):
+                    r = open_[rest[0]]
+                    req, tasks = runs[r]
+                    f = first[r]
+                    c = len(tasks) - f  # as many of the run as fit there
+                    for a, q in zip(have, req):
+                        if q > 0:
+                            c = min(c, a // q)
+                    put(tasks, f, c, k, have, req)
+                    have = [a - c * q for a, q in zip(have, req)]
+                    n_wait -= c
+                    first[r] = f + c
+                    free[k] = have
+                    went.append(rest[0])
+                    rest = rest[1:]
+                    rest = rest[(ask[rest] <= have).all(axis=1)]  # what still fits
+                hits = np.array(went, dtype=np.int64)
+            elif open_:
                 room = free[grew]
                 fit = ask[:, 0, None] <= room[None, :, 0]
                 for d in range(1, dims):
@@ -318,7 +361,6 @@ class Forecast:
                 hits = np.flatnonzero(fit.any(axis=1))
                 if len(hits):
                     fit, need = fit[hits], ask[hits]  # kept exact as room is taken
-                    i = len(at)
                     j = 0
                     while j < len(hits):
                         r = open_[hits[j]]
@@ -336,22 +378,9 @@ class Forecast:
                                 if q > 0:
                                     c = min(c, a // q)
                             k = int(grew[g])
+                            put(tasks, f, c, k, have, req)
                             room[g] = left = [a - c * q for a, q in zip(have, req)]
                             free[k] = left
-                            if c == 1:
-                                x = tasks[f]
-                                fin = now + float(dur[x])
-                                start[x], end[x], row[x], cores[x] = i, fin, k, have[0]
-                                heappush(ends, (fin, seq, k, req))
-                                seq += 1
-                            else:
-                                xs = tasks[f:f + c]
-                                fins = now + dur[xs]
-                                start[xs], end[xs], row[xs] = i, fins, k
-                                cores[xs] = have[0] - req[0] * np.arange(c)
-                                for fin, m in sorted(Counter(fins.tolist()).items()):
-                                    heappush(ends, (fin, seq, k, tuple(m * q for q in req)))
-                                    seq += 1
                             f += c
                             fit[j:, g] = (need[j:] <= room[g]).all(axis=1)
                         if f > first[r]:  # the rest that no longer fit anywhere: dropped
@@ -362,13 +391,16 @@ class Forecast:
                             if not keep.all():
                                 hits, fit, need = hits[keep], fit[keep], need[keep]
                         j += 1
-                    done = [j for j, h in enumerate(hits.tolist())
-                            if first[open_[h]] == len(runs[open_[h]][1])]
-                    if done:
-                        keep = np.ones(len(open_), dtype=bool)
-                        keep[hits[done]] = False
-                        open_ = [r for r, y in zip(open_, keep) if y]
-                        ask = ask[keep]
+            else:
+                hits = ()
+            if len(hits):
+                done = [j for j, h in enumerate(hits.tolist())
+                        if first[open_[h]] == len(runs[open_[h]][1])]
+                if done:
+                    keep = np.ones(len(open_), dtype=bool)
+                    keep[hits[done]] = False
+                    open_ = [r for r, y in zip(open_, keep) if y]
+                    ask = ask[keep]
             at.append(now)
             after.append(free.copy())
             waiting.append(n_wait)
@@ -376,7 +408,8 @@ class Forecast:
             if not ends or ends[0][0] - t > limit:
                 break
             # (it fit no room before this pass: it can fit only where room grew)
-            found = until is not None and bool((free[grew] >= until).all(axis=1).any())
+            found = until is not None and any(all(a >= q for a, q in zip(have, until))
+                                              for have in free[grew].tolist())
             now = ends[0][0]
             rows = {}
             while ends and ends[0][0] <= now:
