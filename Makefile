@@ -50,6 +50,7 @@ lint: venv
 bench: venv
 	$(PY) benchmarks/bench_replay.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_waiting.py
+	$(PY) benchmarks/bench_sww.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -23,6 +23,7 @@ pipeline, where the pool and the cloud never meet.
 SWW's and compound's prediction simulates the reserved instances forward from now with
 the replay's runtime estimates (the remaining estimate of what runs there, the estimate
 of what is queued): with the oracle estimator and ``share=off`` it is the pool's oracle.
+One simulation serves an arrival instant's tasks (``stratus.gate_forecast.Forecast``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 
 from stratus.base.errors import ConfigError
 from stratus.events import EV_DEPART, EV_DRAIN
+from stratus.gate_forecast import Forecast, best_index
 
 #: the policies a replay can run (ljw-spec speculates on VMs the pool simulator bills
 #: itself; the engine has no kill-and-requeue of a running task)
@@ -186,6 +188,9 @@ class ReservedGate:
         name, b = p.name, p.b
         submit = self.book.work.submit_list
         est = self.book.est
+        # SWW's and compound's forecast of this instant: one simulation, built when first
+        # asked and kept as the instant's tasks join the queue (stratus.gate_forecast)
+        forecast = None
         for task in tasks:
             tid = task.tid
             if not self._fits_type(task.req):
@@ -199,9 +204,18 @@ class ReservedGate:
             inst = self._best_fit(task)
             if inst is not None:
                 self._run(task, inst, t, submit[tid])
+                forecast = None  # room taken, not by the queue: simulated again if asked
                 continue
-            if name == "njw" or (name in ("sww", "compound")
-                                 and self.predicted_wait(task, t, b) > b):
+            if name in ("sww", "compound"):
+                if forecast is None:
+                    forecast = Forecast(self, t, b)
+                if forecast.wait(task) > b:
+                    self._to_cloud(task, t, submit[tid])
+                    continue
+                self._enqueue(task)
+                forecast.joined(task)
+                continue
+            if name == "njw":
                 self._to_cloud(task, t, submit[tid])
                 continue
             self._enqueue(task)
@@ -311,43 +325,6 @@ class ReservedGate:
                 return True
         return False
 
-    def predicted_wait(self, task, t: float, limit: float) -> float:
-        """Seconds until ``task`` would start if it joined the queue now, by simulating the
-        reserved instances forward on the runtime estimates (inf past ``limit``; room
-        only: anti-affinity is left to the placement itself)."""
-        book = self.book
-        est, done, start = book.est, book.done, book.run_start
-        free = self.free.copy()
-        ends: list[tuple[float, int, int, tuple]] = []
-        seq = 0
-        for k, inst in enumerate(self.reserved):
-            for other in inst._tasks.values():
-                o = other.tid
-                rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
-                heappush(ends, (t + max(rem, 0.0), seq, k, other.req))
-                seq += 1
-        queue = [*self.queue.values(), task]
-        now = t
-        while True:
-            rest = []
-            for q in queue:
-                k = _best_index(free, q.req)
-                if k < 0:
-                    rest.append(q)
-                    continue
-                if q is task:
-                    return now - t
-                free[k] -= q.req
-                heappush(ends, (now + max(est[q.tid], 0.0), seq, k, q.req))
-                seq += 1
-            queue = rest
-            if not ends or ends[0][0] - t > limit:
-                return math.inf
-            now = ends[0][0]
-            while ends and ends[0][0] <= now:
-                _, _, k, req = heappop(ends)
-                free[k] += req
-
     # --- the reserved room ---------------------------------------------------------------
     def _fits_type(self, req) -> bool:
         return any(all(r <= c for r, c in zip(req, cap)) for cap in self._caps)
@@ -367,7 +344,7 @@ class ReservedGate:
         if any(r > f for r, f in zip(req, self._room())):
             return None
         taken = self.book.aa_where.get(task.job, ()) if task.anti_affinity else ()
-        k = _best_index(self.free, req, [self.row[i] for i in taken if i in self.row])
+        k = best_index(self.free, req, [self.row[i] for i in taken if i in self.row])
         if k < 0:
             self._top = None  # the bound let this one through: make it exact
             return None
@@ -398,21 +375,6 @@ class ReservedGate:
                 "on_demand_fraction": round(cloud / n, 6) if n else 0.0,
                 "mean_wait_s": round(sum(waits) / n, 4) if n else 0.0,
                 "cloud_tasks_on_reserved": self.on_reserved_by_scheduler}
-
-
-def _best_index(free: np.ndarray, req, skip=()) -> int:
-    """Of the rows of free room ``free``, the index of the one with the fewest free cores
-    that ``req`` fits (the first of equals), none of the rows in ``skip``; or -1."""
-    ok = free[:, 0] >= req[0]
-    for d in range(1, len(req)):  # column by column: faster than .all(axis=1) on few
-        ok &= free[:, d] >= req[d]
-    if len(skip):
-        ok[list(skip)] = False
-    k = int(np.where(ok, free[:, 0], _NONE).argmin())
-    return k if ok[k] else -1
-
-
-_NONE = np.iinfo(np.int64).max  # above any free room: a row that does not fit
 
 
 __all__ = ["REPLAY_POLICIES", "ReservedGate", "Waiting", "parse_waiting"]

@@ -63,3 +63,23 @@ def test_the_real_window_is_skipped_with_a_note_without_shared_data(bench, monke
     todo = bench.cases(["google2011", "google"], [0.25])
     assert [c["trace"] for c in todo] == ["google"]
     assert "skipping the real Google 2011 window" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_sww_benchmark_in_quick_mode(capsys):
+    """bench_sww.py --quick --json: one JSON document, a row per policy and size, the
+    exponents, and the reference forecast's replay billed the same to the bit."""
+    spec = importlib.util.spec_from_file_location("bench_sww",
+                                                  ROOT / "benchmarks" / "bench_sww.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--quick", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["benchmark"] == "sww" and doc["sizes"] == list(mod.QUICK)
+    assert sorted((r["policy"], r["tasks"]) for r in doc["runs"]) == sorted(
+        (p, n) for p in ("njw", "sww") for n in mod.QUICK)
+    assert all(r["wall_s"] > 0 for r in doc["runs"])
+    assert set(doc["scaling_exponent"]) == {"sww", "njw"}
+    (ref,) = doc["reference"]
+    assert ref["policy"] == "sww (reference)" and ref["same_as_incremental"] is True
+    assert mod.exponent([(1000, 1.0), (4000, 16.0)]) == 2.0
