@@ -309,6 +309,7 @@ class Forecast:
         if live is None:
             live = self._state(p)
         free, ends, first, open_, ask, grew, n_wait, seq = live
+        low = ask.min(axis=0).tolist() if open_ else None  # the least any waiting run asks
         base = self.before[p]  # the room before instant p's pass, as an array
         now = self.at[p]
         at, waiting = self.at[:p], []
@@ -339,9 +340,11 @@ class Forecast:
             if open_ and len(grew) == 1:  # one row grew (the most common): in Python
                 k = grew[0]
                 have = free[k]
-                hits = np.flatnonzero((ask <= have).all(axis=1))
                 went = []
-                rest = hits
+                if all(a >= q for a, q in zip(have, low)):
+                    rest = np.flatnonzero((ask <= have).all(axis=1))
+                else:
+                    rest = ()
                 while len(rest):
                     r = open_[rest[0]]
                     req, tasks = runs[r]
@@ -358,8 +361,10 @@ class Forecast:
                     first[r] = f + c
                     went.append(r)
                     rest = rest[1:]
-                    if len(rest):
+                    if len(rest) and all(a >= q for a, q in zip(have, low)):
                         rest = rest[(ask[rest] <= have).all(axis=1)]  # what still fits
+                    else:
+                        rest = rest[:0]
             elif open_:
                 room = np.array([free[g] for g in grew], dtype=base.dtype)
                 fit = (ask[:, None, :] <= room[None, :, :]).all(axis=2)
@@ -406,6 +411,7 @@ class Forecast:
                 keep = np.array([r not in done for r in open_])
                 open_ = [r for r in open_ if r not in done]
                 ask = ask[keep]
+                low = ask.min(axis=0).tolist() if open_ else None
             at.append(now)
             waiting.append(n_wait)
             valid = len(at)
