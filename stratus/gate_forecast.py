@@ -3,23 +3,29 @@
 queue now, by simulating the reserved instances forward on the runtime estimates, the
 queue FCFS and work-conserving, at most ``limit`` seconds ahead (inf beyond).
 
-``reference_wait`` is that simulation as written first: one whole run per task asked.
-Tasks arrive in bursts (a job's tasks share a submit time), and the k-th task of a burst
-re-simulates the k - 1 queued before it, so a burst of k cost O(k²) passes (issue 35,
-item 6). ``Forecast`` gives the same answers from one simulation per arrival instant:
+``reference_wait`` is that simulation as written first: one whole run per task asked,
+each pass testing every queued task against every instance. Tasks arrive in bursts (a
+job's tasks share a submit time), and the k-th task of a burst re-simulated the k - 1
+queued before it: O(k²) passes a burst (issue 35, item 6). ``Forecast`` gives the same
+answers from one simulation per arrival instant:
 
-* The task asked about is last in FCFS order, so it changes nothing before it starts:
-  the simulation without it says when it starts, as the first instant (an iteration of
-  the simulation) whose room, after the queue's pass there, fits it anywhere.
-* When it joins the queue, the simulation is updated in place if no earlier queued task
-  is still waiting at the instant it starts: it then holds its room on its instance until
-  its estimated end, which is one more instant, and nothing else moves. Otherwise (it
-  passed a queued task) the simulation is run again with it, at the next question.
-* Anything else that changes reserved room (a task that starts at once) makes the
-  simulation stale; the gate makes a new ``Forecast`` for each arrival instant.
+* The task asked about is last in FCFS order, so it changes nothing before it starts: the
+  simulation without it says when it starts, as the first instant (an iteration of the
+  simulation) whose room after the queue's pass fits it on some instance. The simulation
+  runs only as far as that, and goes on from where it stopped when asked further.
+* When the task joins the queue, the record is updated in place: it starts at that
+  instant on its best fit and holds the room there until its estimated end, one more
+  instant if none is then. If it passed a queued task that starts later, each start in
+  between is checked (``_moved``); from the first that its room changes, the record is
+  dropped, to be simulated again when asked.
+* A job's tasks that wait in a row form a run: a pass starts as many of a run as fit on
+  its best fit at once, and looks only at the runs that fit an instance whose room grew.
+* Anything else that changes reserved room (a task that starts at once) makes the record
+  stale: the gate makes a new ``Forecast`` for each arrival instant, and after any start.
 
 tests/waiting/test_gate_forecast.py holds the two equal (hypothesis) on random pools,
-queues and bursts, and a replay's decisions and bill to the bit.
+queues and bursts, the record equal to one built anew after every join, and a replay's
+decisions and bill equal to the bit.
 """
 
 from __future__ import annotations
@@ -122,33 +128,26 @@ class Forecast:
         self.run_of = np.zeros(size, dtype=np.int64)
         self.run_pos = np.zeros(size, dtype=np.int64)
         self.need = np.zeros((size, dims), dtype=gate.free.dtype)
-        self.durl = [max(est[q.tid], 0.0) for q in self.queue]  # (as a list too)
-        self.dur = np.zeros(size)
+        self.dur = [max(est[q.tid], 0.0) for q in self.queue]
         if n:
             self.run_of[:n], self.run_pos[:n] = run_of, run_pos
             self.need[:n] = reqs
-            self.dur[:n] = self.durl
         self.start = np.full(size, _LATER, dtype=np.int64)
         self.end = np.zeros(size)
         self.row = np.zeros(size, dtype=np.int64)
         self.cores = np.zeros(size, dtype=gate.free.dtype)
         # per instant: its time, every instance's free room before and after the queue's
-        # pass there, and how many queued tasks still wait after it
-        self.at: list[float] = []
-        shape = (0, *gate.free.shape)
-        self.before = np.zeros(shape, dtype=gate.free.dtype)
-        self.after = np.zeros(shape, dtype=gate.free.dtype)
-        self.waiting = np.zeros(0, dtype=np.int64)
-        # instants before ``valid`` are known; if there is one more, it is where the
-        # simulation resumes when asked past them (its time and room before it are known)
-        self.valid = 0
-        self.live: list | None = None  # the simulation's state before that instant's pass
-        self.asked: tuple[object, int] | None = None  # the last task asked, its instant
-        # nothing simulated yet: instant 0 is now, with the room the gate has
-        self.at.append(t)
+        # pass there, and how many queued tasks still wait after it. Instants before
+        # ``valid`` are known; the one after them, if any, is where the simulation goes
+        # on from when asked past them (its time and room before its pass are known, its
+        # state is ``live`` or rebuilt from the record). At first: instant 0, now.
+        self.at: list[float] = [t]
         self.before = gate.free[None].copy()
         self.after = self.before.copy()
         self.waiting = np.zeros(1, dtype=np.int64)
+        self.valid = 0
+        self.live: list | None = None
+        self.asked: tuple[object, int] | None = None  # the last task asked, its instant
 
     def wait(self, task) -> float:
         """Seconds until ``task`` would start if it joined the queue now (inf: not within
@@ -237,7 +236,7 @@ class Forecast:
         if x == len(self.start):  # room for twice as many
             size = max(16, 2 * x)
             self.need = np.resize(self.need, (size, self.need.shape[1]))
-            for name in ("dur", "start", "end", "row", "cores", "run_of", "run_pos"):
+            for name in ("start", "end", "row", "cores", "run_of", "run_pos"):
                 setattr(self, name, np.resize(getattr(self, name), size))
         self.n += 1
         self.queue.append(task)
@@ -248,8 +247,7 @@ class Forecast:
         self.runs[-1][1].append(x)
         self.run_of[x] = len(self.runs) - 1
         self.need[x] = req
-        self.durl.append(max(self.gate.book.est[task.tid], 0.0))
-        self.dur[x] = self.durl[x]
+        self.dur.append(max(self.gate.book.est[task.tid], 0.0))
         self.start[x] = _LATER
         return x
 
@@ -303,7 +301,7 @@ class Forecast:
         The room is kept as lists; each change is logged, and the rooms before and after
         each pass are made from the log at the end, at once."""
         t, limit = self.t, self.limit
-        runs, dur = self.runs, self.durl
+        runs, dur = self.runs, self.dur
         live = self.live if p == self.valid else None
         self.live = None
         if live is None:
