@@ -1,7 +1,7 @@
 """SWW at the door of the replay's reserved instances (issue 35, item 6): replay wall time
 at 1k, 4k and 16k tasks, and its scaling exponent.
 
-    python benchmarks/bench_sww.py [--json]                  # 1k, 4k, 16k (a minute or so)
+    python benchmarks/bench_sww.py [--json]                  # 1k, 4k, 16k (about 2 minutes)
     python benchmarks/bench_sww.py --reference 1000          # and the reference forecast
     python benchmarks/bench_sww.py --workload tiled          # one hour, repeated
     python benchmarks/bench_sww.py --quick                   # small sizes (smoke use)
@@ -17,7 +17,8 @@ estimator) on spot with ``--reserved m4.10xlarge:4 --waiting sww:b=900``, and un
 ``njw`` (the same replay with no forecast: the control).
 
 Timed: the engine's run (the summary's ``wall_seconds``) and the CPU seconds of its event
-loop (steadier on a shared machine), the best of ``--repeat`` (by wall). The exponent is the
+loop (steadier on a shared machine), the best of ``--repeat`` runs (by wall; the
+reference runs once). The exponent is the
 least-squares slope of log time on log tasks, for each. ``--reference``: SWW with
 ``stratus.gate_forecast.reference_wait`` (one whole simulation per task asked, as before
 issue 35) at those sizes (minutes at 1k, much longer at 4k); each such row says whether
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workload", choices=("day", "tiled"), default="day")
     ap.add_argument("--reference", default="",
                     help="task counts at which to time the reference forecast too")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per size, the best kept (1)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per size, the best kept (3)")
     ap.add_argument("--quick", action="store_true",
                     help=f"sizes {','.join(map(str, QUICK))}, the reference at the first")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         raise SystemExit("bench_sww: --repeat must be at least 1")
     sizes = list(QUICK) if args.quick else _sizes(args.tasks)
+    repeat = 1 if args.quick else args.repeat
     ref_sizes = QUICK[:1] if args.quick else _sizes(args.reference) if args.reference else []
 
     rows, ref_rows = [], []
@@ -143,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         trace = workload(args.workload, n)
         here = {}
         for policy in POLICIES if n in sizes else POLICIES[:1]:
-            here[policy] = best_of(trace, policy, args.repeat)
+            here[policy] = best_of(trace, policy, repeat)
             if n in sizes:
                 rows.append(here[policy])
             print(f"{n:,} tasks {policy}: {here[policy]['wall_s']:.2f} s", file=sys.stderr,
                   flush=True)
         if n in ref_sizes:
-            r = best_of(trace, POLICIES[0], args.repeat, reference=True)
+            r = best_of(trace, POLICIES[0], 1, reference=True)
             r["same_as_incremental"] = r["summary"] == here[POLICIES[0]]["summary"]
             ref_rows.append(r)
             print(f"{n:,} tasks sww (reference): {r['wall_s']:.2f} s, same bill: "

@@ -3,23 +3,29 @@
 queue now, by simulating the reserved instances forward on the runtime estimates, the
 queue FCFS and work-conserving, at most ``limit`` seconds ahead (inf beyond).
 
-``reference_wait`` is that simulation as written first: one whole run per task asked.
-Tasks arrive in bursts (a job's tasks share a submit time), and the k-th task of a burst
-re-simulates the k - 1 queued before it, so a burst of k cost O(k²) passes (issue 35,
-item 6). ``Forecast`` gives the same answers from one simulation per arrival instant:
+``reference_wait`` is that simulation as written first: one whole run per task asked,
+each pass testing every queued task against every instance. Tasks arrive in bursts (a
+job's tasks share a submit time), and the k-th task of a burst re-simulated the k - 1
+queued before it: O(k²) passes a burst (issue 35, item 6). ``Forecast`` gives the same
+answers from one simulation per arrival instant:
 
-* The task asked about is last in FCFS order, so it changes nothing before it starts:
-  the simulation without it says when it starts, as the first instant (an iteration of
-  the simulation) whose room, after the queue's pass there, fits it anywhere.
-* When it joins the queue, the simulation is updated in place if no earlier queued task
-  is still waiting at the instant it starts: it then holds its room on its instance until
-  its estimated end, which is one more instant, and nothing else moves. Otherwise (it
-  passed a queued task) the simulation is run again with it, at the next question.
-* Anything else that changes reserved room (a task that starts at once) makes the
-  simulation stale; the gate makes a new ``Forecast`` for each arrival instant.
+* The task asked about is last in FCFS order, so it changes nothing before it starts: the
+  simulation without it says when it starts, as the first instant (an iteration of the
+  simulation) whose room after the queue's pass fits it on some instance. The simulation
+  runs only as far as that, and goes on from where it stopped when asked further.
+* When the task joins the queue, the record is updated in place: it starts at that
+  instant on its best fit and holds the room there until its estimated end, one more
+  instant if none is then. If it passed a queued task that starts later, each start in
+  between is checked (``_moved``); from the first that its room changes, the record is
+  dropped, to be simulated again when asked.
+* A job's tasks that wait in a row form a run: a pass starts as many of a run as fit on
+  its best fit at once, and looks only at the runs that fit an instance whose room grew.
+* Anything else that changes reserved room (a task that starts at once) makes the record
+  stale: the gate makes a new ``Forecast`` for each arrival instant, and after any start.
 
 tests/waiting/test_gate_forecast.py holds the two equal (hypothesis) on random pools,
-queues and bursts, and a replay's decisions and bill to the bit.
+queues and bursts, the record equal to one built anew after every join, and a replay's
+decisions and bill equal to the bit.
 """
 
 from __future__ import annotations
@@ -122,32 +128,26 @@ class Forecast:
         self.run_of = np.zeros(size, dtype=np.int64)
         self.run_pos = np.zeros(size, dtype=np.int64)
         self.need = np.zeros((size, dims), dtype=gate.free.dtype)
-        self.dur = np.zeros(size)
+        self.dur = [max(est[q.tid], 0.0) for q in self.queue]
         if n:
             self.run_of[:n], self.run_pos[:n] = run_of, run_pos
             self.need[:n] = reqs
-            self.dur[:n] = np.maximum([est[q.tid] for q in self.queue], 0.0)
         self.start = np.full(size, _LATER, dtype=np.int64)
         self.end = np.zeros(size)
         self.row = np.zeros(size, dtype=np.int64)
         self.cores = np.zeros(size, dtype=gate.free.dtype)
         # per instant: its time, every instance's free room before and after the queue's
-        # pass there, and how many queued tasks still wait after it
-        self.at: list[float] = []
-        shape = (0, *gate.free.shape)
-        self.before = np.zeros(shape, dtype=gate.free.dtype)
-        self.after = np.zeros(shape, dtype=gate.free.dtype)
-        self.waiting = np.zeros(0, dtype=np.int64)
-        # instants before ``valid`` are known; if there is one more, it is where the
-        # simulation resumes when asked past them (its time and room before it are known)
-        self.valid = 0
-        self.live: list | None = None  # the simulation's state before that instant's pass
-        self.asked: tuple[object, int] | None = None  # the last task asked, its instant
-        # nothing simulated yet: instant 0 is now, with the room the gate has
-        self.at.append(t)
+        # pass there, and how many queued tasks still wait after it. Instants before
+        # ``valid`` are known; the one after them, if any, is where the simulation goes
+        # on from when asked past them (its time and room before its pass are known, its
+        # state is ``live`` or rebuilt from the record). At first: instant 0, now.
+        self.at: list[float] = [t]
         self.before = gate.free[None].copy()
         self.after = self.before.copy()
         self.waiting = np.zeros(1, dtype=np.int64)
+        self.valid = 0
+        self.live: list | None = None
+        self.asked: tuple[object, int] | None = None  # the last task asked, its instant
 
     def wait(self, task) -> float:
         """Seconds until ``task`` would start if it joined the queue now (inf: not within
@@ -214,7 +214,7 @@ class Forecast:
             # the instant to simulate next begins with it on k
             self.before[v, k] -= req
             if live is not None:
-                live[0][k] -= req
+                live[0][k] = [a - q for a, q in zip(live[0][k], req)]
                 heappush(live[1], (end, live[7], k, req))
                 live[7] += 1
             return
@@ -236,7 +236,7 @@ class Forecast:
         if x == len(self.start):  # room for twice as many
             size = max(16, 2 * x)
             self.need = np.resize(self.need, (size, self.need.shape[1]))
-            for name in ("dur", "start", "end", "row", "cores", "run_of", "run_pos"):
+            for name in ("start", "end", "row", "cores", "run_of", "run_pos"):
                 setattr(self, name, np.resize(getattr(self, name), size))
         self.n += 1
         self.queue.append(task)
@@ -247,7 +247,7 @@ class Forecast:
         self.runs[-1][1].append(x)
         self.run_of[x] = len(self.runs) - 1
         self.need[x] = req
-        self.dur[x] = max(self.gate.book.est[task.tid], 0.0)
+        self.dur.append(max(self.gate.book.est[task.tid], 0.0))
         self.start[x] = _LATER
         return x
 
@@ -297,45 +297,52 @@ class Forecast:
         instance whose room grew since the last pass (no other can: room elsewhere only
         shrank), in FCFS order: each starts its tasks in turn on their best fit among
         those instances until one does not fit (nor then do the rest of the run). Ends
-        at one time on one instance are one event (they free room together anyway)."""
-        t, limit, n = self.t, self.limit, self.n
+        at one time on one instance are one event (they free room together anyway).
+        The room is kept as lists; each change is logged, and the rooms before and after
+        each pass are made from the log at the end, at once."""
+        t, limit = self.t, self.limit
         runs, dur = self.runs, self.dur
-        start, end, row, cores = self.start[:n], self.end[:n], self.row[:n], self.cores[:n]
         live = self.live if p == self.valid else None
         self.live = None
         if live is None:
             live = self._state(p)
         free, ends, first, open_, ask, grew, n_wait, seq = live
-        dims = free.shape[1]
+        low = ask.min(axis=0).tolist() if open_ else None  # the least any waiting run asks
+        base = self.before[p]  # the room before instant p's pass, as an array
         now = self.at[p]
-        at, before, after, waiting = self.at[:p], [free.copy()], [], []
+        at, waiting = self.at[:p], []
+        log: list[tuple[int, int, list]] = []  # (2 x instant (+1: its pass), row, change)
+        one: list[tuple] = []  # the tasks that start alone: (task, instant, end, row, cores)
+        many: list[tuple] = []  # (tasks, instant, their ends, row, cores of the first, cpu)
 
         def put(tasks, f: int, c: int, k: int, have: list, req: tuple) -> None:
             """Tasks f..f+c-1 of a run start now on row k, which had ``have`` free."""
             nonlocal seq
             if c == 1:
                 x = tasks[f]
-                fin = now + float(dur[x])
-                start[x], end[x], row[x], cores[x] = i, fin, k, have[0]
+                fin = now + dur[x]
+                one.append((x, i, fin, k, have[0]))
                 heappush(ends, (fin, seq, k, req))
                 seq += 1
                 return
             xs = tasks[f:f + c]
-            fins = now + dur[xs]
-            start[xs], end[xs], row[xs] = i, fins, k
-            cores[xs] = have[0] - req[0] * np.arange(c)
-            for fin, m in sorted(Counter(fins.tolist()).items()):
+            fins = [now + dur[x] for x in xs]
+            many.append((xs, i, fins, k, have[0], req[0]))
+            for fin, m in sorted(Counter(fins).items()):
                 heappush(ends, (fin, seq, k, tuple(m * q for q in req)))
                 seq += 1
 
         while True:
             i = len(at)
+            slot = 2 * (i - p) + 1
             if open_ and len(grew) == 1:  # one row grew (the most common): in Python
                 k = grew[0]
-                have = free[k].tolist()
-                hits = np.flatnonzero((ask <= have).all(axis=1))
+                have = free[k]
                 went = []
-                rest = hits
+                if all(a >= q for a, q in zip(have, low)):
+                    rest = np.flatnonzero((ask <= have).all(axis=1))
+                else:
+                    rest = ()
                 while len(rest):
                     r = open_[rest[0]]
                     req, tasks = runs[r]
@@ -345,91 +352,107 @@ class Forecast:
                         if q > 0:
                             c = min(c, a // q)
                     put(tasks, f, c, k, have, req)
-                    have = [a - c * q for a, q in zip(have, req)]
+                    took = [-c * q for q in req]
+                    log.append((slot, k, took))
+                    free[k] = have = [a + q for a, q in zip(have, took)]
                     n_wait -= c
                     first[r] = f + c
-                    free[k] = have
-                    went.append(rest[0])
+                    went.append(r)
                     rest = rest[1:]
-                    rest = rest[(ask[rest] <= have).all(axis=1)]  # what still fits
-                hits = np.array(went, dtype=np.int64)
+                    if len(rest) and all(a >= q for a, q in zip(have, low)):
+                        rest = rest[(ask[rest] <= have).all(axis=1)]  # what still fits
+                    else:
+                        rest = rest[:0]
             elif open_:
-                room = free[grew]
-                fit = ask[:, 0, None] <= room[None, :, 0]
-                for d in range(1, dims):
-                    fit &= ask[:, d, None] <= room[None, :, d]
+                room = np.array([free[g] for g in grew], dtype=base.dtype)
+                fit = (ask[:, None, :] <= room[None, :, :]).all(axis=2)
                 hits = np.flatnonzero(fit.any(axis=1))
-                if len(hits):
-                    fit, need = fit[hits], ask[hits]  # kept exact as room is taken
-                    j = 0
-                    while j < len(hits):
-                        r = open_[hits[j]]
-                        req, tasks = runs[r]
-                        f = first[r]
-                        while f < len(tasks) and fit[j].any():
-                            # its best fit among the grown rows (no other fits), then as
-                            # many of the run as fit there: that one only gets fewer free
-                            # cores, so it stays the best
-                            cols = np.flatnonzero(fit[j])
-                            g = int(cols[room[cols, 0].argmin()])
-                            have = room[g].tolist()
-                            c = len(tasks) - f
-                            for a, q in zip(have, req):
-                                if q > 0:
-                                    c = min(c, a // q)
-                            k = int(grew[g])
-                            put(tasks, f, c, k, have, req)
-                            room[g] = left = [a - c * q for a, q in zip(have, req)]
-                            free[k] = left
-                            f += c
-                            fit[j:, g] = (need[j:] <= room[g]).all(axis=1)
-                        if f > first[r]:  # the rest that no longer fit anywhere: dropped
-                            n_wait -= f - first[r]
-                            first[r] = f
-                            keep = fit.any(axis=1)
-                            keep[:j + 1] = True
-                            if not keep.all():
-                                hits, fit, need = hits[keep], fit[keep], need[keep]
-                        j += 1
+                fit, need = fit[hits], ask[hits]  # kept exact as room is taken
+                went = []
+                j = 0
+                while j < len(hits):
+                    r = open_[hits[j]]
+                    req, tasks = runs[r]
+                    f = first[r]
+                    while f < len(tasks) and fit[j].any():
+                        # its best fit among the grown rows (no other fits), then as many
+                        # of the run as fit there: that one only gets fewer free cores,
+                        # so it stays the best
+                        cols = np.flatnonzero(fit[j])
+                        g = int(cols[room[cols, 0].argmin()])
+                        k = grew[g]
+                        have = free[k]
+                        c = len(tasks) - f
+                        for a, q in zip(have, req):
+                            if q > 0:
+                                c = min(c, a // q)
+                        put(tasks, f, c, k, have, req)
+                        took = [-c * q for q in req]
+                        log.append((slot, k, took))
+                        free[k] = have = [a + q for a, q in zip(have, took)]
+                        room[g] = have
+                        f += c
+                        fit[j:, g] = (need[j:] <= room[g]).all(axis=1)
+                    if f > first[r]:  # the rest that no longer fit anywhere: dropped
+                        n_wait -= f - first[r]
+                        first[r] = f
+                        went.append(r)
+                        keep = fit.any(axis=1)
+                        keep[:j + 1] = True
+                        if not keep.all():
+                            hits, fit, need = hits[keep], fit[keep], need[keep]
+                    j += 1
             else:
-                hits = ()
-            if len(hits):
-                done = [j for j, h in enumerate(hits.tolist())
-                        if first[open_[h]] == len(runs[open_[h]][1])]
-                if done:
-                    keep = np.ones(len(open_), dtype=bool)
-                    keep[hits[done]] = False
-                    open_ = [r for r, y in zip(open_, keep) if y]
-                    ask = ask[keep]
+                went = []
+            done = {r for r in went if first[r] == len(runs[r][1])}
+            if done:
+                keep = np.array([r not in done for r in open_])
+                open_ = [r for r in open_ if r not in done]
+                ask = ask[keep]
+                low = ask.min(axis=0).tolist() if open_ else None
             at.append(now)
-            after.append(free.copy())
             waiting.append(n_wait)
             valid = len(at)
             if not ends or ends[0][0] - t > limit:
                 break
             # (it fit no room before this pass: it can fit only where room grew)
-            found = until is not None and any(all(a >= q for a, q in zip(have, until))
-                                              for have in free[grew].tolist())
+            found = until is not None and any(
+                all(a >= q for a, q in zip(free[g], until)) for g in grew)
             now = ends[0][0]
-            rows = {}
+            rows: dict[int, list] = {}
             while ends and ends[0][0] <= now:
                 _, _, k, req = heappop(ends)
                 rows[k] = [a + q for a, q in zip(rows[k], req)] if k in rows else req
-            for k, req in rows.items():
-                free[k] += req
+            for k, back in rows.items():
+                free[k] = [a + q for a, q in zip(free[k], back)]
+                log.append((slot + 1, k, back))
             grew = sorted(rows)
-            before.append(free.copy())
             if found:  # the next instant is pending: keep the state to go on from it
                 at.append(now)
-                after.append(free.copy())  # (not known yet)
                 waiting.append(n_wait)
                 self.live = [free, ends, first, open_, ask, grew, n_wait, seq]
                 break
+        # the rooms before and after each pass: the room at p plus the changes so far
+        m = len(at) - p
+        steps = np.zeros((2 * m, *base.shape), dtype=base.dtype)
+        if log:
+            slots, ks, vals = zip(*log)
+            np.add.at(steps, (np.array(slots), np.array(ks)), np.array(vals, dtype=base.dtype))
+        rooms = base + np.cumsum(steps, axis=0)
         self.at = at
-        self.before = np.concatenate([self.before[:p], np.stack(before)])
-        self.after = np.concatenate([self.after[:p], np.stack(after)])
+        self.before = np.concatenate([self.before[:p], rooms[0::2]])
+        self.after = np.concatenate([self.after[:p], rooms[1::2]])
         self.waiting = np.concatenate([self.waiting[:p], np.array(waiting, dtype=np.int64)])
         self.valid = valid
+        n = self.n
+        start, end, row, cores = self.start[:n], self.end[:n], self.row[:n], self.cores[:n]
+        if one:
+            xs, ins, fins, ks, cs = zip(*one)
+            xs = list(xs)
+            start[xs], end[xs], row[xs], cores[xs] = ins, fins, ks, cs
+        for xs, i0, fins, k, c0, cpu in many:
+            start[xs], end[xs], row[xs] = i0, fins, k
+            cores[xs] = c0 - cpu * np.arange(len(xs))
 
     def _state(self, p: int) -> list:
         """The simulation's state before instant p's pass, from what is recorded: the
@@ -439,13 +462,13 @@ class Forecast:
         wait, the next sequence number of the ends."""
         n, now = self.n, self.at[p]
         start, end, row = self.start[:n], self.end[:n], self.row[:n]
-        free = self.before[p].copy()
+        free = self.before[p].tolist()
         ends = [(e, s, k, req) for s, (e, k, req) in enumerate(self.ends) if e > now or p == 0]
         held = np.flatnonzero((start < p) & (end > now))
         if len(held):
             keys, inv = np.unique(np.stack([end[held], row[held]]), axis=1,
                                   return_inverse=True)
-            sums = np.zeros((keys.shape[1], free.shape[1]), dtype=free.dtype)
+            sums = np.zeros((keys.shape[1], self.need.shape[1]), dtype=self.need.dtype)
             np.add.at(sums, inv.ravel(), self.need[held])
             for (fin, k), tot in zip(keys.T.tolist(), sums.tolist()):
                 ends.append((fin, len(ends), int(k), tuple(tot)))
@@ -456,8 +479,8 @@ class Forecast:
         np.minimum.at(first, self.run_of[later], self.run_pos[later])
         first = first.tolist()
         open_ = [r for r, (_, tasks) in enumerate(self.runs) if first[r] < len(tasks)]
-        ask = np.array([self.runs[r][0] for r in open_], dtype=free.dtype).reshape(
-            len(open_), free.shape[1])
+        ask = np.array([self.runs[r][0] for r in open_], dtype=self.need.dtype).reshape(
+            len(open_), self.need.shape[1])
         return [free, ends, first, open_, ask, list(range(len(free))), len(later), len(ends)]
 
 
