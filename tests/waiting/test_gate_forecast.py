@@ -20,9 +20,14 @@ from tests.helpers.trace import make_trace
 
 T0 = 1000.0  # the instant asked about
 # small integer sizes and times on a coarse grid: equal ends, zero and overrun estimates,
-# tasks that fit one instance type and not the other
-reqs = st.tuples(st.integers(0, 4), st.integers(0, 6)).filter(lambda r: r != (0, 0))
+# tasks that fit one instance type and not the other; two dimensions, or three (GPUs)
 times = st.sampled_from([0, 0, 10, 20, 30, 60, 100, 150, 300, 600])
+CAPS = [(4, 6, 0), (4, 8, 1), (6, 6, 2), (2, 4, 0)]
+
+
+def _reqs(dims):
+    return st.tuples(st.integers(0, 4), st.integers(0, 6), st.integers(0, 1)).map(
+        lambda r: r[:dims]).filter(any)
 
 
 def _task(tid, req):
@@ -33,8 +38,9 @@ def _task(tid, req):
 def pools(draw):
     """A gate's view at T0: reserved instances part full of running tasks (estimated
     remaining times on a grid, some past their estimate), a queue, a burst to come."""
-    caps = draw(st.lists(st.sampled_from([(4, 6), (4, 8), (6, 6), (2, 4)]), min_size=1,
-                         max_size=4))
+    dims = draw(st.sampled_from([2, 2, 3]))
+    reqs = _reqs(dims)
+    caps = [c[:dims] for c in draw(st.lists(st.sampled_from(CAPS), min_size=1, max_size=4))]
     est, done, start = [], [], []
     reserved, free = [], []
     tid = 0
@@ -67,7 +73,7 @@ def pools(draw):
         start.append(math.nan)
         tid += 1
     book = SimpleNamespace(est=est, done=done, run_start=start)
-    gate = SimpleNamespace(free=np.array(free, dtype=np.int64).reshape(len(caps), 2),
+    gate = SimpleNamespace(free=np.array(free, dtype=np.int64).reshape(len(caps), dims),
                            reserved=reserved, book=book, queue=queue)
     return gate, burst
 
