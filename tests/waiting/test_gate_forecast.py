@@ -212,3 +212,40 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
         return list(eng.gate.cloud_of), list(eng.gate.wait), s
 
     assert run(Forecast) == run(ReferenceForecast)
+
+
+def test_a_burst_is_answered_from_one_simulation():
+    """Issue 35 item 6 (SWW was quadratic): a job of 200 tasks arriving at once while
+    reserved room is full is answered from one simulation (one Forecast, built once),
+    not one per task; and every task goes where the reference forecast sends it."""
+    from stratus.app.registry import make_scheduler
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.waiting_gate import parse_waiting
+
+    rows = [(0, i, 0, 3600, 1.0, 1.0) for i in range(8)]  # fill the 8 cores for an hour
+    rows += [(1, i, 60, 300 + 7 * i, 1.0, 1.0) for i in range(200)]
+    trace = make_trace(rows)
+    built, simulated = [], []
+
+    class Counted(Forecast):
+        def __init__(self, *a):
+            built.append(1)
+            super().__init__(*a)
+
+        def _state(self, p):
+            simulated.append(p)
+            return super()._state(p)
+
+    def run(forecast):
+        cfg = ReplayConfig(tick_s=60.0, spinup_s=(0.0, 0.0), market="on-demand",
+                           reserved=(("m4.2xlarge", 1),), reserved_discount=0.6,
+                           waiting=parse_waiting("sww:b=4000,share=off"))
+        with mock.patch.object(gate_mod, "Forecast", forecast):
+            eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
+            eng.run()
+        return list(eng.gate.cloud_of), list(eng.gate.wait)
+
+    got = run(Counted)
+    assert (len(built), simulated) == (1, [0])
+    assert got == run(ReferenceForecast)
+    assert sum(got[0]) > 0 and sum(got[0]) < 200  # some wait, some go on
