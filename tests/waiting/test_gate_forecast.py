@@ -20,9 +20,14 @@ from tests.helpers.trace import make_trace
 
 T0 = 1000.0  # the instant asked about
 # small integer sizes and times on a coarse grid: equal ends, zero and overrun estimates,
-# tasks that fit one instance type and not the other
-reqs = st.tuples(st.integers(0, 4), st.integers(0, 6)).filter(lambda r: r != (0, 0))
+# tasks that fit one instance type and not the other; two dimensions, or three (GPUs)
 times = st.sampled_from([0, 0, 10, 20, 30, 60, 100, 150, 300, 600])
+CAPS = [(4, 6, 0), (4, 8, 1), (6, 6, 2), (2, 4, 0)]
+
+
+def _reqs(dims):
+    return st.tuples(st.integers(0, 4), st.integers(0, 6), st.integers(0, 1)).map(
+        lambda r: r[:dims]).filter(any)
 
 
 def _task(tid, req):
@@ -33,8 +38,9 @@ def _task(tid, req):
 def pools(draw):
     """A gate's view at T0: reserved instances part full of running tasks (estimated
     remaining times on a grid, some past their estimate), a queue, a burst to come."""
-    caps = draw(st.lists(st.sampled_from([(4, 6), (4, 8), (6, 6), (2, 4)]), min_size=1,
-                         max_size=4))
+    dims = draw(st.sampled_from([2, 2, 3]))
+    reqs = _reqs(dims)
+    caps = [c[:dims] for c in draw(st.lists(st.sampled_from(CAPS), min_size=1, max_size=4))]
     est, done, start = [], [], []
     reserved, free = [], []
     tid = 0
@@ -67,7 +73,7 @@ def pools(draw):
         start.append(math.nan)
         tid += 1
     book = SimpleNamespace(est=est, done=done, run_start=start)
-    gate = SimpleNamespace(free=np.array(free, dtype=np.int64).reshape(len(caps), 2),
+    gate = SimpleNamespace(free=np.array(free, dtype=np.int64).reshape(len(caps), dims),
                            reserved=reserved, book=book, queue=queue)
     return gate, burst
 
@@ -206,3 +212,40 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
         return list(eng.gate.cloud_of), list(eng.gate.wait), s
 
     assert run(Forecast) == run(ReferenceForecast)
+
+
+def test_a_burst_is_answered_from_one_simulation():
+    """Issue 35 item 6 (SWW was quadratic): a job of 200 tasks arriving at once while
+    reserved room is full is answered from one simulation (one Forecast, built once),
+    not one per task; and every task goes where the reference forecast sends it."""
+    from stratus.app.registry import make_scheduler
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.waiting_gate import parse_waiting
+
+    rows = [(0, i, 0, 3600, 1.0, 1.0) for i in range(8)]  # fill the 8 cores for an hour
+    rows += [(1, i, 60, 300 + 7 * i, 1.0, 1.0) for i in range(200)]
+    trace = make_trace(rows)
+    built, simulated = [], []
+
+    class Counted(Forecast):
+        def __init__(self, *a):
+            built.append(1)
+            super().__init__(*a)
+
+        def _state(self, p):
+            simulated.append(p)
+            return super()._state(p)
+
+    def run(forecast):
+        cfg = ReplayConfig(tick_s=60.0, spinup_s=(0.0, 0.0), market="on-demand",
+                           reserved=(("m4.2xlarge", 1),), reserved_discount=0.6,
+                           waiting=parse_waiting("sww:b=4000,share=off"))
+        with mock.patch.object(gate_mod, "Forecast", forecast):
+            eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
+            eng.run()
+        return list(eng.gate.cloud_of), list(eng.gate.wait)
+
+    got = run(Counted)
+    assert (len(built), simulated) == (1, [0])
+    assert got == run(ReferenceForecast)
+    assert sum(got[0]) > 0 and sum(got[0]) < 200  # some wait, some go on
