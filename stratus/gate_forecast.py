@@ -332,6 +332,20 @@ class Forecast:
                 heappush(ends, (fin, seq, k, tuple(m * q for q in req)))
                 seq += 1
 
+        def take(tasks, f: int, k: int, req: tuple) -> tuple[int, list]:
+            """As many of a run's tasks from f on as fit on row k start there, logged:
+            (how many, the row's room after)."""
+            have = free[k]
+            c = len(tasks) - f
+            for a, q in zip(have, req):
+                if q > 0:
+                    c = min(c, a // q)
+            put(tasks, f, c, k, have, req)
+            took = [-c * q for q in req]
+            log.append((slot, k, took))
+            free[k] = after = [a + q for a, q in zip(have, took)]
+            return c, after
+
         while True:
             i = len(at)
             slot = 2 * (i - p) + 1
@@ -347,14 +361,7 @@ class Forecast:
                     r = open_[rest[0]]
                     req, tasks = runs[r]
                     f = first[r]
-                    c = len(tasks) - f  # as many of the run as fit there
-                    for a, q in zip(have, req):
-                        if q > 0:
-                            c = min(c, a // q)
-                    put(tasks, f, c, k, have, req)
-                    took = [-c * q for q in req]
-                    log.append((slot, k, took))
-                    free[k] = have = [a + q for a, q in zip(have, took)]
+                    c, have = take(tasks, f, k, req)
                     n_wait -= c
                     first[r] = f + c
                     went.append(r)
@@ -380,17 +387,7 @@ class Forecast:
                         # so it stays the best
                         cols = np.flatnonzero(fit[j])
                         g = int(cols[room[cols, 0].argmin()])
-                        k = grew[g]
-                        have = free[k]
-                        c = len(tasks) - f
-                        for a, q in zip(have, req):
-                            if q > 0:
-                                c = min(c, a // q)
-                        put(tasks, f, c, k, have, req)
-                        took = [-c * q for q in req]
-                        log.append((slot, k, took))
-                        free[k] = have = [a + q for a, q in zip(have, took)]
-                        room[g] = have
+                        c, room[g] = take(tasks, f, grew[g], req)
                         f += c
                         fit[j:, g] = (need[j:] <= room[g]).all(axis=1)
                     if f > first[r]:  # the rest that no longer fit anywhere: dropped
