@@ -1,6 +1,7 @@
 """Fixtures for the whole suite (helper functions and classes: tests/helpers)."""
 
 import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -10,6 +11,13 @@ from hypothesis import HealthCheck, settings
 # tests/traces/test_cache.py turns it on in temporary directories (--cache-dir beats this).
 os.environ["STRATUS_NO_CACHE"] = "1"
 os.environ.pop("STRATUS_CACHE_DIR", None)
+
+# Ctrl-C as at a terminal, in this process and the ones it starts: a shell runs a job it
+# puts in the background (`make test &`, a CI step without job control) with SIGINT
+# ignored, every child inherits that, and the tests that interrupt a replay, a solve or a
+# query would see nothing happen
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow],
                           print_blob=True)
