@@ -104,7 +104,7 @@ configs = st.fixed_dictionaries({
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(trace=flagged_workloads(), conf=configs)
 def test_every_scheduler_keeps_flagged_tasks_of_a_job_apart(name, trace, conf):
     res = replay_recorded(trace, make_scheduler(name), **conf)

@@ -154,7 +154,7 @@ def check_bound(res):
 # every property replay checks the bound too (tests/helpers/invariants.py); this adds on-demand
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=8)
+@settings(max_examples=5)
 @given(trace=workloads(), conf=configs, market=st.sampled_from([SPOT, ON_DEMAND]))
 def test_no_scheduler_pays_less_than_the_integer_bound(name, trace, conf, market):
     res = Engine(trace, make_scheduler(name), ReplayConfig(market=market, **conf)).run()

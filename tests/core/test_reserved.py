@@ -65,7 +65,7 @@ reserved_sets = st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 2)), m
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(trace=workloads(), conf=configs, reserved=reserved_sets,
        market=st.sampled_from(["spot", "on-demand"]), waiting=waitings)
 def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trace, conf,

@@ -78,7 +78,7 @@ reserved_sets = st.one_of(st.just(()), st.lists(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(trace=long_workloads, conf=configs, plan=plans, reserved=reserved_sets,
        market=st.sampled_from([SPOT, ON_DEMAND]))
 def test_every_scheduler_keeps_the_invariants_and_the_bill_under_a_plan(name, trace, conf,

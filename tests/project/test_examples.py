@@ -60,8 +60,8 @@ def test_every_python_block_is_a_script_or_says_why_not():
     assert any(doc == "README.md" for doc, _ in found)
 
 
+# no spawner lock: the API replays in its own process unless asked for more (jobs=1)
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_spawner_at_a_time")
 @pytest.mark.parametrize(("doc", "code"), scripts())
 def test_a_python_example_runs_as_a_file(tmp_path, doc, code):
     script = tmp_path / "example.py"

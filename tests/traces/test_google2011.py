@@ -468,7 +468,7 @@ def corrupt_part(path: Path, kind: str, rng: random.Random) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=40)  # new every run
+@settings(max_examples=25)  # new every run
 @given(seed=st.integers(0, 2**32 - 1),
        kinds=st.lists(st.sampled_from(TEXT_KINDS + RAW_KINDS), min_size=1, max_size=3))
 def test_fuzzed_input_gives_a_trace_or_a_trace_error(seed, kinds):

@@ -62,7 +62,7 @@ def test_parquet_round_trip(tmp_path):
 
 
 @pytest.mark.slow
-@settings(max_examples=120)
+@settings(max_examples=60)
 @given(st.data())
 def test_corrupt_parquet_gives_a_trace_or_trace_error(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("pq") / "t.parquet"

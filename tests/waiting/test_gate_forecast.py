@@ -79,7 +79,7 @@ def pools(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=pools(), limit=st.sampled_from([0.0, 25.0, 100.0, 300.0, 1e9]),
        joins=st.lists(st.booleans(), min_size=12, max_size=12))
 def test_the_incremental_forecast_is_the_reference_simulation(case, limit, joins):
