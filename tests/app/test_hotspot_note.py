@@ -13,10 +13,11 @@ from stratus.app.hotspot_note import hotspot_line
 
 
 def _rows(cells):
-    """Sweep rows as a report reads them: (scheduler, slice, cost, hops or None)."""
+    """Sweep rows as a report reads them: (scheduler, slice, cost, hops or None[, weighed])."""
     out = []
-    for name, k, cost, hops in cells:
+    for name, k, cost, hops, *weighed in cells:
         summary = {"total_cost_usd": cost} | ({} if hops is None else {"hops": hops})
+        summary |= {"hops_weighed": weighed[0]} if weighed else {}
         out.append({"command": "replay", "opt_scheduler": name, "opt_market": "spot",
                     "trace_label": "Google-like", "trace": "synthetic:google?scale=0.002",
                     "hours": 1.0, "slice": k, "seed": 1, "code_version": "test",
@@ -31,14 +32,20 @@ def _fig4(cells):
 
 
 def test_no_hop_and_the_same_bill_is_said_to_be_one_baseline():
-    fig = _fig4([("hotspot", 0, 10.0, 0), ("task-per-instance", 0, 10.0, None),
-                 ("hotspot", 1, 12.5, 0), ("task-per-instance", 1, 12.5, None),
+    fig = _fig4([("hotspot", 0, 10.0, 0, 0), ("task-per-instance", 0, 10.0, None),
+                 ("hotspot", 1, 12.5, 0, 0), ("task-per-instance", 1, 12.5, None),
                  ("stratus", 0, 8.0, None), ("stratus", 1, 9.0, None)])
     assert len(fig.notes) == 1
     note = fig.notes[0]
-    assert note.startswith("Google-like: HSpot equals task-per-instance here")
-    assert "every one of 2 windows" in note and "one baseline, not two" in note
+    assert note.startswith("Google-like: HSpot equals task-per-instance here: in every one "
+                           "of 2 windows HSpot made no hop (no type a running task fits was "
+                           "ever cheaper per hour than the one it ran on)")
+    assert note.endswith("one baseline, not two.")
     assert "HSpot equals task-per-instance" in fig.caption
+    # a cheaper type came, but no move paid: the line says that instead
+    fig = _fig4([("hotspot", 0, 10.0, 0, 7), ("task-per-instance", 0, 10.0, None)])
+    assert "HSpot equals task-per-instance here: in its one window" in fig.notes[0]
+    assert "a cheaper type was weighed 7 times, but its saving" in fig.notes[0]
 
 
 def test_hops_or_a_different_bill_are_not_called_equal():
@@ -49,7 +56,7 @@ def test_hops_or_a_different_bill_are_not_called_equal():
                             "difference also holds its bid: task-per-instance is revoked in "
                             "a spike, HSpot is not)."]
     # no hop, but a spike revoked task-per-instance in one window: the bid, not a hop
-    line = hotspot_line([(0, 10.0, 10.0), (0, 11.0, 11.5)])
+    line = hotspot_line([(0, 0, 10.0, 10.0), (0, 0, 11.0, 11.5)])
     assert "made no hop in 2 windows" in line and "in 1 of 2 windows" in line
     assert "equals" not in line
 
@@ -73,4 +80,7 @@ def test_compare_says_it_on_a_real_replay_of_the_bundled_prices(capsys):
     doc = json.loads(capsys.readouterr().out)
     hs, tpi = doc["runs"]
     assert hs["hops"] == 0 and hs["total_cost_usd"] == tpi["total_cost_usd"]
-    assert doc["notes"][0].startswith("HSpot equals task-per-instance here: in its one window")
+    assert hs["hops_weighed"] == 0
+    assert doc["notes"][0].startswith("HSpot equals task-per-instance here: in its one window "
+                                      "HSpot made no hop (no type a running task fits was "
+                                      "ever cheaper")

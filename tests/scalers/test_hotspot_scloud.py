@@ -71,6 +71,7 @@ def test_hotspot_hops_pay_when_prices_cross_and_it_costs_less_than_task_per_inst
         check_invariants(make_trace(rows), res)
         assert res["revocations"] == 0
     assert (hs["hops"], hs["tasks_hopped"], hs["migrations"]) == (3, 3, 3)
+    assert hs["hops_weighed"] > hs["hops"]  # the 10-min task's move was weighed too
     assert tpi["migrations"] == 0
     assert hs["total_cost_usd"] < tpi["total_cost_usd"]
     hopped = hs.instances.sort_values("requested_s").type.tolist()
@@ -90,6 +91,7 @@ def test_hotspot_stays_when_the_remaining_runtime_is_too_short():
     # transfer of 2 GiB at 160 Mbit/s)
     res = run([(1, 0, 0.0, 860.0, 1.0, 2.0)], "hotspot", spot_book(LARGE_DROPS))
     assert res["hops"] == 0 and res["migrations"] == 0
+    assert res["hops_weighed"] >= 1  # the cheaper m4.large was weighed, and did not pay
     assert res.instances.type.tolist() == ["m4.xlarge"]
 
 
