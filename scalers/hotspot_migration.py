@@ -72,11 +72,13 @@ class PriceHopping(Parametric):
         their owner, stratus.compose)."""
         self.hops = 0
         self.tasks_hopped = 0
+        self.hops_weighed = 0  # an instance whose load fits a cheaper type: a hop weighed
         self._view: ClusterView | None = None
         self._reset()
 
     def stats(self) -> dict:
-        return {"hops": self.hops, "tasks_hopped": self.tasks_hopped}
+        return {"hops": self.hops, "tasks_hopped": self.tasks_hopped,
+                "hops_weighed": self.hops_weighed}
 
     # --- tracking instances by (type, market, fitting types) ---------------------------------
     def _reset(self) -> None:
@@ -211,6 +213,7 @@ class PriceHopping(Parametric):
                     continue
                 rem = view.instance_remaining(inst)
                 move = max(view.migration_seconds(t) for t in tasks)
+                self.hops_weighed += 1
                 if hop_gain(p_old, p_new, rem, spin, move) <= 0:
                     continue
                 plan.acquire(target, migrate=tasks, bid=bid_for(view, target, self.bid_factor))

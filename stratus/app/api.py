@@ -298,11 +298,18 @@ def run_compare(spec: S.CompareSpec, trace=None, progress: bool = False) -> dict
                                        progress=progress))
         per_slice.append({"slice": k, "start_s": start, "hours": hours, "trace": fitted.name,
                           "runs": runs})
+    from stratus.app.hotspot_note import compare_line
+
     if per_slice[0]["slice"] is None:
-        return {"trace": per_slice[0]["trace"], "market": spec.market,
-                "runs": per_slice[0]["runs"]}
-    return {"trace": spec.trace, "market": spec.market, "slices": per_slice,
-            "runs": aggregate([s["runs"] for s in per_slice])}
+        doc = {"trace": per_slice[0]["trace"], "market": spec.market,
+               "runs": per_slice[0]["runs"]}
+    else:
+        doc = {"trace": spec.trace, "market": spec.market, "slices": per_slice,
+               "runs": aggregate([s["runs"] for s in per_slice])}
+    line = compare_line(doc)  # HSpot beside task-per-instance (issue 36)
+    if line:
+        doc["notes"] = [line]
+    return doc
 
 
 def sensitivity(trace, h=(0.01, 0.1, 1, 10, 100), schedulers=("stratus", "stratus-noclear"),

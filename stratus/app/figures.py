@@ -12,6 +12,7 @@ import numpy as np
 
 from stratus.app import paper
 from stratus.app.comparison import spread
+from stratus.app.hotspot_note import hotspot_lines
 
 COST_MODELS = ("fargate",)
 
@@ -23,6 +24,7 @@ class Figure:
     caption: str
     draw: object            # draw(path) writes the PNG
     table: list[dict] = field(default_factory=list)  # the numbers behind it
+    notes: list[str] = field(default_factory=list)  # lines the report prints above all
 
 
 def _stat(xs) -> dict:
@@ -209,6 +211,8 @@ def replay_figures(df) -> list[Figure]:
     if not spot.empty:
         spot = _normalize(spot)
         traces = sorted(set(spot["trace_label"]))
+        hs_lines = hotspot_lines(spot)  # HSpot beside task-per-instance (hotspot_note)
+        hs_text = "".join(f" {t}: {hs_lines[t]}" for t in traces if t in hs_lines)
         cost = {t: _per(spot[spot["trace_label"] == t], "normalized_cost") for t in traces}
         pt = {t: paper.fig4_normalized(spot[spot["trace_label"] == t]["paper_trace"].iloc[0])
               for t in traces}
@@ -225,11 +229,11 @@ def replay_figures(df) -> list[Figure]:
             "scheduler but cost models), bars the mean and whiskers one standard deviation "
             "over the windows. Black diamonds: the paper's Fig. 4, derived from the savings "
             "§5.1 states (the figure itself is not in the text)."
-            + _ref_note(set(spot["scheduler"])) + _spread_note(_no_models(cost)) + " "
-            + what_ran(spot),
+            + _ref_note(set(spot["scheduler"])) + _spread_note(_no_models(cost)) + hs_text
+            + " " + what_ran(spot),
             lambda p, c=cost, q=pt: _bars(p, _no_models(c), "cost / most expensive", q,
                                           "Fig. 4: normalized daily cost (spot)", 1.0),
-            rows))
+            rows, [f"{t}: {hs_lines[t]}" for t in traces if t in hs_lines]))
         util = {t: _per(spot[(spot["trace_label"] == t) &
                              ~spot["scheduler"].isin(COST_MODELS)],
                         "utilization_constraining") for t in traces}

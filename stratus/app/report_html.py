@@ -63,6 +63,7 @@ def build(results: Path) -> tuple[dict, dict]:
     failed = df[df["status"] != "ok"]
     figs = (figures.replay_figures(ok) + waiting_figures(ok) + commitment_figures(ok)
             if not ok.empty else [])
+    notes += [n for f in figs for n in f.notes]
     parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
              f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
              "shows the mean and spread over the windows (slices × seeds) of each trace, "

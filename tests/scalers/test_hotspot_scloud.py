@@ -16,6 +16,7 @@ from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 from stratus.scalers.hotspot_migration import PriceHopping, hop_gain
 from stratus.scalers.scloud import GreedyConstrainedScaler, constrained_dim, greedy_fill
+from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace
 from tests.helpers.views import FakeView, instance, task
 
@@ -49,12 +50,48 @@ def test_hotspot_hops_to_a_type_that_became_cheaper():
     assert res["total_cost_usd"] < stay["total_cost_usd"]
 
 
+# m4.large and m4.xlarge cross twice, both below on-demand (no spike: task-per-instance is
+# never revoked, so the difference is the hops alone): the large costs 0.09 $/h (above the
+# xlarge's 0.06) until t=3600, 0.02 until t=7200, then 0.09 again
+CROSSING = {"m4.large": PriceSeries([0.0, 3600.0, 7200.0], [0.09, 0.02, 0.09])}
+
+
+def test_hotspot_hops_pay_when_prices_cross_and_it_costs_less_than_task_per_instance():
+    """Issue 36: hops where prices cross, at a lower cost than task-per-instance's. Three
+    1-vCPU tasks start on m4.xlarge (the cheaper then; spin-up 60 s). At t=3600 the 4-h
+    task (3 h left) and the 1.5-h one (41 min left) hop to m4.large; the 10-min one (60 s
+    left) does not: its saving, (0.06 - 0.02) x (60 - 60), cannot pay for the move. The
+    1.5-h task ends on m4.large; at t=7200 the 4-h task hops back to m4.xlarge."""
+    rows = [(1, 0, 0.0, 4 * 3600.0, 1.0, 2.0), (2, 0, 600.0, 1.5 * 3600.0, 1.0, 2.0),
+            (3, 0, 3000.0, 600.0, 1.0, 2.0)]
+    book = spot_book(CROSSING)
+    hs = run_recorded(rows, "hotspot", book)
+    tpi = run_recorded(rows, "task-per-instance", book)
+    for res in (hs, tpi):
+        check_invariants(make_trace(rows), res)
+        assert res["revocations"] == 0
+    assert (hs["hops"], hs["tasks_hopped"], hs["migrations"]) == (3, 3, 3)
+    assert hs["hops_weighed"] > hs["hops"]  # the 10-min task's move was weighed too
+    assert tpi["migrations"] == 0
+    assert hs["total_cost_usd"] < tpi["total_cost_usd"]
+    hopped = hs.instances.sort_values("requested_s").type.tolist()
+    assert hopped == ["m4.xlarge", "m4.xlarge", "m4.xlarge", "m4.large", "m4.large",
+                      "m4.xlarge"]
+    assert hs.tasks.migrations.tolist() == [2, 1, 0]
+
+
+def run_recorded(rows, name, book):
+    return Engine(make_trace(rows), make_scheduler(name),
+                  ReplayConfig(prices=book, spinup_s=(60.0, 60.0), record=True)).run()
+
+
 def test_hotspot_stays_when_the_remaining_runtime_is_too_short():
     # at the first tick after the drop (t=600) about 200 s are left: the saving (0.03 $/h
     # over ~140 s after spin-up) is below the cost of the move (spin-up and a ~107 s
     # transfer of 2 GiB at 160 Mbit/s)
     res = run([(1, 0, 0.0, 860.0, 1.0, 2.0)], "hotspot", spot_book(LARGE_DROPS))
     assert res["hops"] == 0 and res["migrations"] == 0
+    assert res["hops_weighed"] >= 1  # the cheaper m4.large was weighed, and did not pay
     assert res.instances.type.tolist() == ["m4.xlarge"]
 
 

@@ -63,7 +63,8 @@ def cmd_compare(args) -> int:
     spec = spec_from(args, S.CompareSpec)
     doc = api.run_compare(spec, progress=progress_wanted(args))
     text = slices_table if "slices" in doc else comparison_table
-    return print_doc(doc, args.json, lambda: text(doc["runs"]))
+    notes = "".join(f"\nnote: {n}" for n in doc.get("notes", []))
+    return print_doc(doc, args.json, lambda: text(doc["runs"]) + notes)
 
 
 def cmd_sensitivity(args) -> int:
