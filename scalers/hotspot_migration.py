@@ -25,6 +25,11 @@ fits); a group is examined only when some type of its set is cheaper than its ow
 the current prices, so a tick with no such price ordering costs one pass over the groups.
 Load changes are found by comparing every tracked instance's free capacity with the one
 seen last tick, in C (as packers/free_index.py does).
+
+Under a savings plan (scalers.marginal) the target is the cheapest (type, market) the load
+fits at the margin and ``p_old`` is what releasing the instance saves (nothing while the
+plan covers an on-demand one): spot load hops onto covered on-demand capacity when the
+saving pays for the move.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ WhenEmptyOrUnderutilized:
 
 Moves are the engine's migrations (Migrate, Acquire(migrate=...)), so the transfer time
 is charged (Stratus §4.1).
+
+Under a savings plan (scalers.marginal) a node's type and market are the cheapest at the
+margin, and a replacement must cost less at the margin than releasing the node saves.
 """
 
 from __future__ import annotations

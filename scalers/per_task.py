@@ -19,6 +19,10 @@ Type choices:
 instances by ECS binpack on that dimension (packers/binpack.py) before another instance is
 acquired, as ECS places tasks on the instances the fleet just added. Tasks are taken in the
 order given (arrival order from the packers here).
+
+Under a savings plan (scalers.marginal) ``LowestPrice`` takes the cheapest (type, market)
+at the margin, covered on-demand capacity first; ``Diversified`` and ``BestFit`` keep their
+type and buy it in the market cheaper for it at the margin.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ One call, for the tasks the (absent) packer left:
    best is acquired with its fill. Ties go to the larger type (SCloud favours large
    instances).
 
+Under a savings plan the (type, market) pairs are scored at their marginal prices
+(scalers.marginal): covered on-demand capacity costs nothing more.
+
 Where this reading is a choice, docs/decisions.md says why.
 """
 

@@ -1,5 +1,6 @@
 """Every task gets its own instance of the cheapest type that fits it: the placement half
-of HotSpot (Shastri & Irwin, SoCC'17; Stratus §4.3 "HSpot")."""
+of HotSpot (Shastri & Irwin, SoCC'17; Stratus §4.3 "HSpot").
+Under a savings plan: the cheapest (type, market) at the margin (scalers.marginal)."""
 
 from __future__ import annotations
 
