@@ -25,6 +25,11 @@ fits); a group is examined only when some type of its set is cheaper than its ow
 the current prices, so a tick with no such price ordering costs one pass over the groups.
 Load changes are found by comparing every tracked instance's free capacity with the one
 seen last tick, in C (as packers/free_index.py does).
+
+Under a savings plan (scalers.marginal) the target is the cheapest (type, market) the load
+fits at the margin and ``p_old`` is what releasing the instance saves (nothing while the
+plan covers an on-demand one): spot load hops onto covered on-demand capacity when the
+saving pays for the move.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from stratus.compose import Plan
 from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.packers.free_index import GONE, free_of
 from stratus.params import Param, Parametric
-from stratus.pricing.prices import RESERVED
+from stratus.pricing.catalog import InstanceType
+from stratus.pricing.prices import ON_DEMAND, RESERVED
+from stratus.scalers.marginal import Offer
 from stratus.scalers.task_per_instance import BID_FACTOR, acquirable, bid_for
 from stratus.view import ClusterView
 
@@ -45,6 +52,20 @@ from stratus.view import ClusterView
 def hop_gain(p_old: float, p_new: float, remaining: float, spinup: float, transfer: float) -> float:
     """Dollars-per-hour x seconds saved by hopping (positive: hop pays), see module doc."""
     return (p_old - p_new) * (remaining - spinup) - p_old * transfer - p_new * (spinup + transfer)
+
+
+def _hop_at_margin(offer: Offer, index: dict[str, int], tname: str, market: str, mask: int
+                   ) -> tuple[InstanceType, str, float, float] | None:
+    """Under a savings plan: the cheapest (type, market) at the margin that a group's load
+    fits (``mask`` over the catalog), its price, and what releasing one of the group's
+    instances saves (scalers.marginal); None when the best is where they are."""
+    for p, _, t, m in offer.ranked():
+        if mask >> index[t.name] & 1:
+            if t.name == tname and m == market:
+                return None
+            itype = offer.view.catalog[tname]
+            return t, m, p, offer.release_saving(itype, market)
+    return None
 
 
 class PriceHopping(Parametric):
@@ -185,16 +206,28 @@ class PriceHopping(Parametric):
         lo, hi = view.spinup_s
         spin = (lo + hi) / 2
         planned: set[int] | None = None
+        offer = None
+        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+            offer = Offer(view, plan, ok)
+            index = {t.name: i for i, t in enumerate(catalog)}
+        t_market = None  # the replay's market, without a plan
         for (tname, market, mask), members in self._groups.items():
             if not members or market == RESERVED:
                 continue  # a reserved instance is prepaid to the end: nothing to save
-            target, p_new = None, 0.0
-            for i, t in enumerate(catalog):  # the cheapest acquirable type the load fits
-                if mask >> i & 1 and t.name in okset and (target is None or price[t.name] < p_new):
-                    target, p_new = t, price[t.name]
-            if target is None or target.name == tname:
-                continue
-            p_old = view.price(tname, market)
+            if offer is not None:
+                hop = _hop_at_margin(offer, index, tname, market, mask)
+                if hop is None:
+                    continue
+                target, t_market, p_new, p_old = hop
+            else:
+                target, p_new = None, 0.0
+                for i, t in enumerate(catalog):  # the cheapest acquirable type the load fits
+                    if mask >> i & 1 and t.name in okset and (target is None
+                                                              or price[t.name] < p_new):
+                        target, p_new = t, price[t.name]
+                if target is None or target.name == tname:
+                    continue
+                p_old = view.price(tname, market)
             if p_new >= p_old:
                 continue  # nothing here can get cheaper: the common case, one test per group
             self._timed = True
@@ -216,11 +249,23 @@ class PriceHopping(Parametric):
                 self.hops_weighed += 1
                 if hop_gain(p_old, p_new, rem, spin, move) <= 0:
                     continue
-                plan.acquire(target, migrate=tasks, bid=bid_for(view, target, self.bid_factor))
+                if offer is None:
+                    plan.acquire(target, migrate=tasks,
+                                 bid=bid_for(view, target, self.bid_factor))
+                else:
+                    bid = bid_for(view, target, self.bid_factor) \
+                        if t_market == view.market else None
+                    plan.acquire(target, migrate=tasks, market=t_market, bid=bid)
                 planned.update(t.tid for t in tasks)
                 plan.cordon(iid)
                 self.hops += 1
                 self.tasks_hopped += len(tasks)
+                if offer is not None and t_market == ON_DEMAND:
+                    offer.take(target, t_market)  # less headroom: the next may cost more
+                    hop = _hop_at_margin(offer, index, tname, market, mask)
+                    if hop is None or hop[2] >= hop[3]:
+                        break
+                    target, t_market, p_new, p_old = hop
 
     @staticmethod
     def _movable(view: ClusterView, inst: Instance, tasks, planned: set[int]) -> bool:

@@ -27,6 +27,9 @@ WhenEmptyOrUnderutilized:
 
 Moves are the engine's migrations (Migrate, Acquire(migrate=...)), so the transfer time
 is charged (Stratus §4.1).
+
+Under a savings plan (scalers.marginal) a node's type and market are the cheapest at the
+margin, and a replacement must cost less at the margin than releasing the node saves.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from stratus.packers.free_index import DEAD, FreeTree
 from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import RESERVED
+from stratus.scalers.marginal import Offer
 from stratus.view import ClusterView
 
 
@@ -87,10 +91,18 @@ class KarpenterProvisioner(Parametric):
             nodes = self._ffd_scan(view, types, big, order)
         else:
             nodes = self._ffd(view, types, big, order)
+        offer = None
+        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+            offer = Offer(view, plan, types)
         for members in nodes:
             need = [sum(col) for col in zip(*(t.req for t in members))]
-            itype = cheapest_fitting(view, types, need)
-            plan.acquire(itype, members, keep=self.keep)
+            if offer is None:
+                itype = cheapest_fitting(view, types, need)
+                plan.acquire(itype, members, keep=self.keep)
+            else:
+                itype, market = offer.cheapest(need)
+                plan.acquire(itype, members, market, keep=self.keep)
+                offer.take(itype, market)
 
     @staticmethod
     def _ffd(view: ClusterView, types, big: InstanceType, order: Sequence[Task]) -> list[list[Task]]:
@@ -242,15 +254,19 @@ class KarpenterConsolidation(Parametric):
             return
         busy.sort(key=lambda i: (len(i.tasks), i.iid))
         types = view.acquirable_types() if self.replace else []
+        offer = None
+        if self.replace and getattr(view, "savings_plan", None) is not None:
+            offer = Offer(view, plan, types)  # replacements at the margin (scalers.marginal)
         for inst in busy:
             if allowed <= 0:
                 break
             if pfree(inst) != inst.free:  # took moved tasks earlier this tick
                 continue
-            if self._consolidate(view, plan, idx, inst, types):
+            if self._consolidate(view, plan, idx, inst, types, offer):
                 allowed -= 1
 
-    def _consolidate(self, view: ClusterView, plan: Plan, idx, inst: Instance, types) -> bool:
+    def _consolidate(self, view: ClusterView, plan: Plan, idx, inst: Instance, types,
+                     offer: Offer | None = None) -> bool:
         tasks = list(inst.tasks.values())
         for t in tasks:  # every task must be running here and not already moving
             if view.location(t) is not inst or view.state(t) != RUNNING or view.is_migrating(t):
@@ -268,8 +284,13 @@ class KarpenterConsolidation(Parametric):
             before = seen[s]
             moved.append((t, s, before))
             idx.took(s, tuple(f - r for f, r in zip(before, t.req)))
-        itype = None
-        if rest and types:
+        itype = market = None
+        if rest and offer is not None:  # strictly cheaper at the margin than what it saves
+            need = [sum(col) for col in zip(*(t.req for t in rest))]
+            pick = offer.cheapest(need, below=offer.release_saving(inst.itype, inst.market))
+            if pick is not None:
+                itype, market = pick
+        elif rest and types:
             need = [sum(col) for col in zip(*(t.req for t in rest))]
             itype = cheapest_fitting(view, types, need, below=view.price(inst.itype, inst.market))
         if rest and itype is None:  # neither deletable nor replaceable: undo
@@ -282,7 +303,9 @@ class KarpenterConsolidation(Parametric):
         for t, s, _ in moved:
             plan.migrate(t, insts[s])
         if rest:
-            plan.acquire(itype, migrate=rest, keep=True)
+            plan.acquire(itype, migrate=rest, keep=True, market=market)
+            if offer is not None:
+                offer.take(itype, market)
             self.nodes_replaced += 1
         else:
             self.nodes_deleted += 1

@@ -19,6 +19,10 @@ Type choices:
 instances by ECS binpack on that dimension (packers/binpack.py) before another instance is
 acquired, as ECS places tasks on the instances the fleet just added. Tasks are taken in the
 order given (arrival order from the packers here).
+
+Under a savings plan (scalers.marginal) ``LowestPrice`` takes the cheapest (type, market)
+at the margin, covered on-demand capacity first; ``Diversified`` and ``BestFit`` keep their
+type and buy it in the market cheaper for it at the margin.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from stratus.model import Task
 from stratus.packers.binpack import BINPACK_DIMS, BinpackIndex, JobRun
 from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
+from stratus.scalers.marginal import Offer
 from stratus.scalers.task_per_instance import by_price
 from stratus.view import ClusterView
 
@@ -47,6 +52,18 @@ class TypeChoice(Protocol):
         Stratus §3.3 bids the on-demand price, so a type above it is not acquirable).
         A choice with state kept across ticks also has ``reset()`` (a new replay)."""
 
+    def pick(self, req: Vec, offer: Offer) -> tuple[InstanceType, str] | None:
+        """Under a savings plan: the (type, market) to acquire in, at marginal prices
+        (scalers.marginal)."""
+
+
+def _market_at_margin(choice: TypeChoice, req: Vec, offer: Offer
+                      ) -> tuple[InstanceType, str] | None:
+    """A choice that does not pick by price: its type, in the market cheaper for that type
+    at the margin."""
+    itype = choice.choose(req)
+    return None if itype is None else (itype, offer.market_for(itype))
+
 
 class LowestPrice:
     name = "lowest-price"
@@ -59,6 +76,9 @@ class LowestPrice:
         if req not in self._cache:
             self._cache[req] = next((t for t in self._types if fits(req, t.capacity)), None)
         return self._cache[req]
+
+    def pick(self, req: Vec, offer: Offer) -> tuple[InstanceType, str] | None:
+        return offer.cheapest(req)  # lowestPrice at the margin: covered on-demand first
 
 
 class Diversified:
@@ -86,6 +106,8 @@ class Diversified:
                 return cat[i]
         return None
 
+    pick = _market_at_margin
+
 
 class BestFit:
     name = "best-fit"
@@ -102,6 +124,8 @@ class BestFit:
                         for p, i, t in self._types if fits(req, t.capacity)), default=None)
             self._cache[req] = None if best is None else best[3]
         return self._cache[req]
+
+    pick = _market_at_margin
 
 
 class PerTaskScaler(Parametric):
@@ -134,20 +158,23 @@ class PerTaskScaler(Parametric):
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         choice = self.choice
         choice.begin(view)
+        offer = None
+        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+            offer = Offer(view, plan, view.acquirable_types())
         if self.copack is None or not tasks:
             for task in tasks:
-                itype = choice.choose(task.req)
+                itype, market = self._choose(task.req, offer)
                 if itype is not None:
-                    plan.acquire(itype, (task,))
+                    plan.acquire(itype, (task,), market)
             return
         if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
-            self._copack_scan(plan, tasks)
+            self._copack_scan(plan, tasks, offer)
             return
         d = self.copack
         idx = self._idx
         if idx is None or idx.dim != d or idx.tree.cap <= view.catalog.max_capacity[d]:
             idx = self._idx = BinpackIndex(view.catalog.max_capacity[d], d)
-        groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        groups: list[tuple[InstanceType, list[Task], list[int], str | None]] = []
         flagged: dict[int, set[int]] = {}  # job -> groups holding a flagged task of it
         run = JobRun(idx)
         try:
@@ -160,12 +187,12 @@ class PerTaskScaler(Parametric):
                         run.end()
                     g = idx.best(req)
                 if g is None:
-                    itype = choice.choose(req)
+                    itype, market = self._choose(req, offer)
                     if itype is None:
                         continue  # no acquirable type fits it now: it waits
                     g = len(groups)
-                    groups.append((itype, [], list(itype.capacity)))
-                _, members, free = groups[g]
+                    groups.append((itype, [], list(itype.capacity), market))
+                _, members, free, _ = groups[g]
                 members.append(task)
                 for k, r in enumerate(req):
                     free[k] -= r
@@ -176,31 +203,43 @@ class PerTaskScaler(Parametric):
                     idx.update(g, free)
         finally:
             idx.clear()
-        for itype, members, _ in groups:
-            plan.acquire(itype, members)
+        for itype, members, _, market in groups:
+            plan.acquire(itype, members, market)
 
-    def _copack_scan(self, plan: Plan, tasks: Sequence[Task]) -> None:
+    def _choose(self, req: Vec, offer: Offer | None) -> tuple[InstanceType | None, str | None]:
+        """The choice's type for ``req`` and its market (None: the replay's); under a
+        savings plan (``offer``) the pair at the margin, which then takes headroom."""
+        if offer is None:
+            return self.choice.choose(req), None
+        pick = self.choice.pick(req, offer)
+        if pick is None:
+            return None, None
+        offer.take(*pick)
+        return pick
+
+    def _copack_scan(self, plan: Plan, tasks: Sequence[Task], offer: Offer | None = None
+                     ) -> None:
         """The copack above in any number of dimensions, by a scan of the tick's new
         instances: the one ``BinpackIndex.best`` picks (least free ``copack`` dimension,
         then least free of the other of cpu and mem, then the first made)."""
         d = self.copack
         o = 1 - d
-        groups: list[tuple[InstanceType, list[Task], list[int]]] = []
+        groups: list[tuple[InstanceType, list[Task], list[int], str | None]] = []
         for task in tasks:
             req = task.req
             g, key = None, None
-            for k, (_, _, free) in enumerate(groups):
+            for k, (_, _, free, _) in enumerate(groups):
                 if fits(req, free) and (key is None or (free[d], free[o], k) < key):
                     g, key = k, (free[d], free[o], k)
             if g is None:
-                itype = self.choice.choose(req)
+                itype, market = self._choose(req, offer)
                 if itype is None:
                     continue  # no acquirable type fits it now: it waits
                 g = len(groups)
-                groups.append((itype, [], list(itype.capacity)))
-            _, members, free = groups[g]
+                groups.append((itype, [], list(itype.capacity), market))
+            _, members, free, _ = groups[g]
             members.append(task)
             for k, r in enumerate(req):
                 free[k] -= r
-        for itype, members, _ in groups:
-            plan.acquire(itype, members)
+        for itype, members, _, market in groups:
+            plan.acquire(itype, members, market)

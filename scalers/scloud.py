@@ -18,6 +18,9 @@ One call, for the tasks the (absent) packer left:
    best is acquired with its fill. Ties go to the larger type (SCloud favours large
    instances).
 
+Under a savings plan the (type, market) pairs are scored at their marginal prices
+(scalers.marginal): covered on-demand capacity costs nothing more.
+
 Where this reading is a choice, docs/decisions.md says why.
 """
 
@@ -30,6 +33,7 @@ from stratus.compose import Plan
 from stratus.model import Task
 from stratus.params import Parametric
 from stratus.scalers.cost_efficiency import normalized_used_constraining
+from stratus.scalers.marginal import Offer
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12
@@ -85,10 +89,16 @@ class GreedyConstrainedScaler(Parametric):
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = view.acquirable_types()  # spot types above their bid would be revoked at once
+        offer = None
+        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+            offer = Offer(view, plan, types)
+            pairs = offer.pairs
+            types, markets = [t for t, _ in pairs], [m for _, m in pairs]
         if not types or not tasks:
             return
         caps = [t.capacity for t in types]
-        prices = [view.price(t) for t in types]
+        prices = ([view.price(t) for t in types] if offer is None
+                  else [offer.price(t, m) for t, m in pairs])
         smallest = view.catalog.norm
         largest = tuple(max(c[d] for c in caps) for d in range(len(smallest)))
         placeable = [t for t in tasks if any(fits(t.req, c) for c in caps)]  # others wait
@@ -131,4 +141,9 @@ class GreedyConstrainedScaler(Parametric):
                     if not lst:
                         del by_req[req]
             reqs = [r for r in reqs if r in by_req]
-            plan.acquire(types[ti], chosen)
+            if offer is None:
+                plan.acquire(types[ti], chosen)
+            else:
+                plan.acquire(types[ti], chosen, markets[ti])
+                offer.take(types[ti], markets[ti])
+                prices = [offer.price(t, m) for t, m in pairs]

@@ -1,5 +1,6 @@
 """Every task gets its own instance of the cheapest type that fits it: the placement half
-of HotSpot (Shastri & Irwin, SoCC'17; Stratus §4.3 "HSpot")."""
+of HotSpot (Shastri & Irwin, SoCC'17; Stratus §4.3 "HSpot").
+Under a savings plan: the cheapest (type, market) at the margin (scalers.marginal)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from stratus.model import Task
 from stratus.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
+from stratus.scalers.marginal import Offer
 from stratus.view import ClusterView
 
 
@@ -59,6 +61,9 @@ class CheapestPerTask(Parametric):
         self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
+        if getattr(view, "savings_plan", None) is not None:
+            self._scale_at_margin(view, plan, tasks)
+            return
         types = by_price(view, self.bid_factor)
         cache: dict[tuple, InstanceType | None] = {}
         market, acquire = view.market, plan.acquire
@@ -74,3 +79,17 @@ class CheapestPerTask(Parametric):
                     acquire(itype, (task,), market)
                 else:
                     acquire(itype, (task,), market, bid=bid_for(view, itype, factor))
+
+    def _scale_at_margin(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
+        """Under a savings plan: the cheapest (type, market) the task fits at the margin
+        (scalers.marginal), covered on-demand capacity first."""
+        factor = self.bid_factor
+        offer = Offer(view, plan, acquirable(view, factor))
+        for task in tasks:
+            pick = offer.cheapest(task.req)
+            if pick is None:
+                continue  # every type it fits is above its bid: wait
+            itype, market = pick
+            bid = bid_for(view, itype, factor) if market == view.market else None
+            plan.acquire(itype, (task,), market, bid=bid)
+            offer.take(itype, market)

@@ -226,12 +226,15 @@ def test_the_engine_view_prices_on_demand_at_the_margin():
                                 marginal_price(t.ondemand_hourly, headroom, 0.5))
     large = [m["m4.large"][0] for _, _, m, *_ in rec.seen]
     assert 0.0 in large and 0.1 in large
-    # a spot replay: spot at its price; on demand still at the margin
+    # a spot replay: spot at its price; on demand still at the margin (first fit rents the
+    # covered on-demand capacity first, issue 36: scalers.marginal)
     rec = Recorder()
     replay(trace, rec, savings_plan=plan)
-    for _, headroom, marg, spot_marg, spot in rec.seen:
-        assert spot_marg == spot and headroom == 0.15  # first fit rents spot only
-        assert marg["m4.large"][0] == 0.0
+    for od, headroom, marg, spot_marg, spot in rec.seen:
+        assert spot_marg == spot
+        assert math.isclose(headroom, 0.15 - 0.5 * od, abs_tol=1e-12)
+        assert math.isclose(marg["m4.large"][0], marginal_price(0.1, headroom, 0.5))
+    assert max(od for od, *_ in rec.seen) >= 0.3  # the plan's three m4.large
 
 
 def test_without_a_plan_marginal_price_is_the_price():
