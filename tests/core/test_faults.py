@@ -64,7 +64,7 @@ def test_chaos_policy_keeps_the_invariants_under_faults(trace, conf, faults, pol
 
 
 @pytest.mark.slow
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(trace=workloads(), conf=configs, faults=fault_mixes, name=st.sampled_from(SCHEDULERS))
 def test_faults_are_deterministic_given_the_seed(trace, conf, faults, name):
     assert comparable(run(trace, make_scheduler(name), conf, faults)) == \

@@ -215,7 +215,7 @@ def test_gpu_replay_reports_the_gpu_dimension():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=6)
+@settings(max_examples=4)
 @given(trace=workloads(gpu_share=0.4), conf=configs)
 def test_every_scheduler_on_a_gpu_catalog(name, trace, conf):
     res = run(trace, make_scheduler(name), GPU, conf)
@@ -224,7 +224,7 @@ def test_every_scheduler_on_a_gpu_catalog(name, trace, conf):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=6)
+@settings(max_examples=4)
 @given(trace=workloads(), conf=configs)
 def test_every_scheduler_on_a_multi_family_catalog(name, trace, conf):
     res = run(trace, make_scheduler(name), CMR, conf)
@@ -238,7 +238,7 @@ GENERAL = [FirstFit, DotIndex, Binpack, RuntimeBinPacker, PerTaskScaler, Karpent
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=5)
+@settings(max_examples=3)
 @given(trace=st.one_of(workloads(max_jobs=8), bursts()), conf=configs,
        cat=st.sampled_from([M4, CMR]))
 def test_general_paths_decide_as_the_fast_paths(name, trace, conf, cat):

@@ -29,7 +29,7 @@ def run(trace, scheduler, conf, prices=None):
 # and the 10 of the determinism test, which checks its first replay too
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=8)
+@settings(max_examples=5)
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_invariants(name, trace, conf):
     res = run(trace, make_scheduler(name), conf)
@@ -67,7 +67,7 @@ def test_chaos_policy_is_deterministic(trace, conf, policy_seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000),
        max_hours=st.floats(0.01, 1.5))
 def test_a_replay_stopped_by_the_max_hours_guard_keeps_the_invariants(trace, conf,

@@ -62,7 +62,7 @@ def reference(insts):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(st.lists(instance, min_size=1, max_size=30), st.randoms())
 def test_instance_table_matches_the_loop(specs, rnd):
     assert len(DIMS) == 2

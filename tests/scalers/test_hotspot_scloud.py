@@ -159,7 +159,7 @@ def test_scloud_never_places_a_new_task_on_a_running_instance():
 
 
 @pytest.mark.slow
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(1, 32)),
                 min_size=1, max_size=25))
 def test_scloud_never_places_on_live_instances_in_random_workloads(jobs):

@@ -105,7 +105,7 @@ def fits(req, free):
 
 
 @pytest.mark.slow
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(packing_state())
 def test_up_packing_down_packing_and_closest_runtime(state):
     insts, rem, req, r = state
@@ -223,7 +223,7 @@ def clearing_workloads(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(clearing_workloads(), st.sampled_from(["noisy:0.05", "noisy:0.3", "noisy:20", "oracle"]),
        st.integers(0, 100))
 def test_clearing_is_all_or_none_and_invariants_hold(trace, estimator, seed):
