@@ -7,6 +7,7 @@ import html
 import sys
 from pathlib import Path
 
+from stratus.app.figures_ablations import ablation_figures
 from stratus.app.figures_waiting import commitment_figures, waiting_figures
 from stratus.base.errors import ConfigError
 
@@ -16,6 +17,15 @@ margin-top:2em}figure{margin:1em 0}figure img{max-width:100%;border:1px solid #e
 figcaption{font-size:.9em;color:#444}table{border-collapse:collapse;font-size:.85em;
 margin:.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
 th{background:#f4f4f4}.lead{font-size:1.05em}code{font-size:.9em}.fail{color:#a00}.note{color:#850}"""
+
+
+#: the replay figures in the paper's order
+PAPER_ORDER = ("fig4-cost", "fig5-utilization", "table2-latency", "fargate", "fig6-ablation",
+               "fig7-on-demand", "fig8-sensitivity")
+
+
+def _in_paper_order(fig) -> int:
+    return PAPER_ORDER.index(fig.name) if fig.name in PAPER_ORDER else len(PAPER_ORDER)
 
 
 def _owned(name: str) -> bool:
@@ -61,8 +71,8 @@ def build(results: Path) -> tuple[dict, dict]:
         raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
     ok, notes = comparable(df[df["status"] == "ok"])
     failed = df[df["status"] != "ok"]
-    figs = (figures.replay_figures(ok) + waiting_figures(ok) + commitment_figures(ok)
-            if not ok.empty else [])
+    figs = (sorted(figures.replay_figures(ok) + ablation_figures(ok), key=_in_paper_order)
+            + waiting_figures(ok) + commitment_figures(ok) if not ok.empty else [])
     lead = report_lead.lead(ok) if not ok.empty else []
     parts = ["<h1>Stratus sweep report</h1>"]
     if lead:

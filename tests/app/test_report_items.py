@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from stratus.app import figures, paper
+from stratus.app.figures_ablations import ablation_figures
 from stratus.app.report_lead import lead, winner
 
 GOOGLE = "synthetic:google?scale=0.005"
@@ -89,8 +90,8 @@ def test_fig6_compares_like_with_like_when_stratus_oracle_ran():
     """Issue 36: Stratus (history estimates) "saved" -13% over steps that have perfect
     runtimes. With stratus-oracle the bars are its saving, every run with perfect
     runtimes; Stratus's own saving is tabulated as the paper's quantity, steps marked."""
-    f = _fig(figures.replay_figures(_rows({"stratus": 1.0, "stratus-oracle": 0.8, **CHAIN},
-                                          step=0.0)), "fig6-ablation")
+    f = _fig(ablation_figures(_rows({"stratus": 1.0, "stratus-oracle": 0.8, **CHAIN},
+                                    step=0.0)), "fig6-ablation")
     last = [r for r in f.table if r["step"] == "scloud+pack+scale+clear †"][0]
     assert last["stratus-oracle saves (like with like)"].startswith("11.1% ± 0.0%")
     assert last["stratus saves (vs perfect runtimes †)"].startswith("-11.1%")
@@ -99,8 +100,7 @@ def test_fig6_compares_like_with_like_when_stratus_oracle_ran():
 
 
 def test_fig6_without_stratus_oracle_marks_every_step_a_reference():
-    f = _fig(figures.replay_figures(_rows({"stratus": 1.0, **CHAIN}, step=0.0)),
-             "fig6-ablation")
+    f = _fig(ablation_figures(_rows({"stratus": 1.0, **CHAIN}, step=0.0)), "fig6-ablation")
     assert [r["step"] for r in f.table] == [f"{n} †" for n in CHAIN]
     assert "every step is a reference given perfect runtimes" in f.caption
     assert "add stratus-oracle" in f.caption  # drawn: tests/app/test_sweep.py's report
