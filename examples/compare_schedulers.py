@@ -69,7 +69,8 @@ cmp = stratus.compare(trace, schedulers=["stratus", "fleet", "hotspot"], jobs=1,
 # ## The table
 #
 # One row per scheduler. `normalized_cost` is the cost over the most expensive scheduler's
-# (Stratus Fig. 4); `utilization` is the constraining resource's allocated share of what
+# on the window (Stratus Fig. 4; over the paper's four when all four ran, never Fargate:
+# metrics.md, "Normalized cost"); `utilization` is the constraining resource's allocated share of what
 # was billed (Fig. 5). `docs/reference/metrics.md` defines every figure.
 
 # %%

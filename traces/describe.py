@@ -18,8 +18,10 @@ zeros):
     priority_share  share of tasks in each Google 2011 priority band: free 0-1, middle
                     2-8, production 9-11 (the bands of ../shared/data/google-2011/STATS.md).
                     Tasks outside 0-11 are counted under "other", a key present only when
-                    there are such tasks, so the shares always sum to 1. Formats without
-                    priorities (SWF, UMass, M/M/s) load 0 and so read as all "free"
+                    there are such tasks, so the shares always sum to 1. A trace whose
+                    source has no priority field (SWF, UMass, M/M/s, a generic table
+                    without a priority column: Trace.unknown) gives {"unknown": 1.0}:
+                    its loader's 0 is a default, not a "free" band
     arrivals_per_hour
                     p10, p50, p90 and max of the number of tasks submitted in each whole
                     hour [t0 + k h, t0 + (k+1) h) that ends by the last submit, t0 being the
@@ -61,6 +63,7 @@ HOURLY_PERCENTILES = (("p10", 10.0), ("p50", 50.0), ("p90", 90.0))
 #: Google 2011 priority bands (name, lowest, highest), as in google-2011/STATS.md
 PRIORITY_BANDS = (("free", 0, 1), ("middle", 2, 8), ("production", 9, 11))
 OTHER_PRIORITY = "other"
+UNKNOWN_PRIORITY = "unknown"  # the source has no priority field
 HOUR_S = 3600.0
 
 
@@ -139,7 +142,8 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
         "single_task_job_share": float(np.mean(per_job == 1)) if len(per_job) else 0.0,
         "cpu_request": _percentiles(cpu, WIDE_PERCENTILES),
         "mem_request_gib": _percentiles(mem, WIDE_PERCENTILES),
-        "priority_share": _priority_share(f["priority"].to_numpy(dtype=np.int64)),
+        "priority_share": ({UNKNOWN_PRIORITY: 1.0 if n else 0.0} if trace.unknown("priority")
+                           else _priority_share(f["priority"].to_numpy(dtype=np.int64))),
         "arrivals_per_hour": _arrivals_per_hour(submit),
         "constrained": {"cpu": cpu_share, "mem": 1.0 - cpu_share if n else 0.0},
         "offered_load": {

@@ -169,6 +169,8 @@ def load(path: Path, **options) -> Trace:
         raise TraceError(f"{table.source}: no usable rows ({_dropped_text(report)})")
     meta = {"path": str(path), "format": FORMAT, "options": cfg["shown"], "origin_s": origin,
             "load_report": report.as_dict()}
+    if "priority" not in cfg["columns"]:  # no priority column: 0 for every task, not known
+        meta["unknown_columns"] = ["priority"]
     return Trace(frame, name=path.name, meta=meta)
 
 

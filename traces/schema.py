@@ -179,6 +179,11 @@ def source_ids(frame: pd.DataFrame, job_ids) -> np.ndarray | None:
     return first.reindex(np.asarray(job_ids)).astype(object).to_numpy()
 
 
+#: ``Trace.meta`` key: the canonical columns the source format does not carry (filled with
+#: a default, e.g. SWF's priority 0), which a description must call unknown
+UNKNOWN = "unknown_columns"
+
+
 class Trace:
     """A validated, sorted canonical trace plus where it came from."""
 
@@ -210,6 +215,10 @@ class Trace:
     def has(self, name: str) -> bool:
         return name in self.frame.columns
 
+    def unknown(self, name: str) -> bool:
+        """Whether column ``name`` holds a default the source did not give (``UNKNOWN``)."""
+        return name in self.meta.get(UNKNOWN, ())
+
     @property
     def span_s(self) -> float:
         """Seconds from the first submit to the last task's end if run at once."""
@@ -240,6 +249,8 @@ class Trace:
         table = pa.Table.from_pandas(self.frame, preserve_index=False)
         md = dict(table.schema.metadata or {})
         md[b"stratus.trace.name"] = self.name.encode()
+        if self.meta.get(UNKNOWN):  # a converted SWF log's priority stays unknown
+            md[b"stratus.trace.unknown_columns"] = ",".join(self.meta[UNKNOWN]).encode()
         pq.write_table(table.replace_schema_metadata(md), path)
 
     @classmethod
@@ -256,7 +267,11 @@ class Trace:
             raise TraceError(f"{path}: cannot read as Parquet: {exc}") from None
         raw = (table.schema.metadata or {}).get(b"stratus.trace.name")
         name = raw.decode("utf-8", "replace") if raw else Path(path).name
-        return cls(frame, name=name, meta={"path": str(path)})
+        meta: dict = {"path": str(path)}
+        unknown = (table.schema.metadata or {}).get(b"stratus.trace.unknown_columns")
+        if unknown:
+            meta[UNKNOWN] = unknown.decode("utf-8", "replace").split(",")
+        return cls(frame, name=name, meta=meta)
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, tasks={self.n_tasks}, jobs={self.n_jobs})"

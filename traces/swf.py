@@ -105,7 +105,7 @@ def load(path: Path, **options) -> Trace:
             "options": {"per_processor": per_proc, "min_runtime_s": min_rt,
                         "mem_per_proc_gib": mem_default},
             "swf_header": header, "swf_status_counts": status_counts,
-            "load_report": report.as_dict()}
+            "load_report": report.as_dict(), "unknown_columns": ["priority"]}
     if isinstance(header.get("UnixStartTime"), int):
         meta["origin_unix_s"] = header["UnixStartTime"]
     return Trace(frame, name=path.name, meta=meta)

@@ -99,6 +99,7 @@ def load(path: Path, **options) -> Trace:
         f"{s or '(empty)'}: {n:,}" for s, n in sorted(counts.items(), key=lambda kv: -kv[1])))
     frame = _canonical(jobs, origin, report)
     meta = {"path": str(path), "format": FORMAT, "origin_unix_s": origin,
+            "unknown_columns": ["priority"],
             "options": {k: str(v) for k, v in options.items()},
             "status_counts": {s: int(n) for s, n in counts.items()},
             "load_report": report.as_dict()}

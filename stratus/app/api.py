@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from stratus.app import spec as S
 from stratus.base.errors import ConfigError
 
+#: the y label of ``Comparison.plot`` (stratus.app.comparison.NORMALIZED_BY in full)
+NORMALIZED_LABEL = "normalized cost (÷ most expensive; metrics.md)"
+
 #: the spec's ``trace`` field when the caller hands over a loaded trace object
 IN_MEMORY = "<in-memory trace>"
 
@@ -229,8 +232,8 @@ class Comparison:
         if ax is None:
             _, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(t)), 3.2))
         ax.bar(t["scheduler"], t["normalized_cost"], color="#4c72b0")
-        ax.set_ylabel("normalized cost")
-        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(NORMALIZED_LABEL)
+        ax.set_ylim(0, max(1.05, 1.05 * float(t["normalized_cost"].max() or 0)))  # fargate > 1
         ax.tick_params(axis="x", labelrotation=45)
         return ax
 

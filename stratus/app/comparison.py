@@ -1,5 +1,5 @@
-"""Schedulers side by side as the Stratus paper reports them: cost normalized to the most
-expensive scheduler (Fig. 4), cost over the integer lower bound, constraining utilization
+"""Schedulers side by side as the Stratus paper reports them: normalized cost (Fig. 4;
+``NORMALIZED_BY`` says what it divides by), cost over the integer lower bound, constraining utilization
 (Fig. 5) and latency (Table 2); over several seeded slices, the mean and the spread (§4.2
 runs twenty 1-day slices). Also the estimate-error sensitivity of §5.4.2 (Fig. 8)."""
 
@@ -38,13 +38,45 @@ FAULT_METRICS: dict[str, tuple[str, ...]] = {
 BOUND_KEYS = ("lower_bound_integer_usd", "lower_bound_cost_usd")
 
 
+#: what ``normalized_cost`` divides by, in words (compare's table, the report's figures)
+NORMALIZED_BY = ("cost ÷ the most expensive of stratus, fleet, hotspot and scloud on the same "
+                 "window when all four ran (Stratus Fig. 4), else ÷ the most expensive policy "
+                 "that ran; a cost model such as fargate is never the divisor")
+
+
+def normalization_pool(names) -> list[str]:
+    """The schedulers (of ``names``, run on one window) whose most expensive run
+    ``normalized_cost`` divides by: the paper's four when all four ran (Stratus Fig. 4),
+    else every policy; never a cost model (Fargate's bill is 3-5x the rest and is not what
+    Fig. 4 normalizes to). One definition for compare and the report."""
+    from stratus.app.paper import FIG4_SET
+    from stratus.app.registry import is_cost_model
+
+    names = list(dict.fromkeys(names))
+    if set(FIG4_SET) <= set(names):
+        return [n for n in names if n in FIG4_SET]
+    return [n for n in names if not is_cost_model(n)]
+
+
+def normalizer(costs: dict[str, float]) -> tuple[str | None, float | None]:
+    """(scheduler, cost) that ``normalized_cost`` divides by among ``costs`` (scheduler ->
+    cost on one window); (None, None) when no policy ran or the top cost is 0."""
+    pool = normalization_pool(costs)
+    if not pool:
+        return None, None
+    top = max(pool, key=lambda n: costs[n])
+    return (top, costs[top]) if costs[top] > 0 else (None, None)
+
+
 def annotate(runs: list[dict]) -> list[dict]:
-    """Add ``normalized_cost`` (over the most expensive run, Fig. 4) and ``cost_over_bound``
-    (over the tightest lower bound the run reports) to each summary, in place."""
-    top = max((r["total_cost_usd"] for r in runs), default=0.0)
+    """Add ``normalized_cost`` (``NORMALIZED_BY``; ``normalized_by`` names the run divided
+    by) and ``cost_over_bound`` (over the tightest lower bound the run reports) to each
+    summary of one window, in place."""
+    by, top = normalizer({r["scheduler"]: r["total_cost_usd"] for r in runs})
     for r in runs:
         cost = r["total_cost_usd"]
-        r["normalized_cost"] = round(cost / top, 6) if top > 0 else None
+        r["normalized_cost"] = round(cost / top, 6) if top else None
+        r["normalized_by"] = by
         bound = next((r[k] for k in BOUND_KEYS if r.get(k)), None)
         r["cost_over_bound"] = round(cost / bound, 6) if bound else None
         r["bound_used"] = next((k for k in BOUND_KEYS if r.get(k)), None)

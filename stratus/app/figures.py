@@ -1,6 +1,7 @@
 """The report's figures and tables, computed from a sweep's rows (a DataFrame of ok cells).
 Every number is a mean and spread over the slices and seeds of a trace; the paper's value
-sits beside ours where the paper gives one (stratus/app/paper.py)."""
+sits beside ours only where the run is the paper's setting (stratus/app/paper.py,
+``setting``), and each caption says which setting or why none."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratus.app import paper
-from stratus.app.comparison import spread
+from stratus.app.comparison import NORMALIZED_BY, normalizer, spread
 from stratus.app.hotspot_note import hotspot_lines
-
-COST_MODELS = ("fargate",)
+from stratus.app.registry import is_cost_model
 
 
 @dataclass
@@ -88,23 +88,32 @@ def _replay(df):
                           else n for j, n in zip(r["spec_json"], r["scheduler"])]
     r["market"] = _opt(r, "market", "spot")
     r["h"] = _opt(r, "h", None)
-    r["paper_trace"] = [paper.paper_trace(lab, spec)
-                        for lab, spec in zip(r["trace_label"], r["trace"])]
+    settings = [paper.setting(sp, sp.get("market") or "spot")
+                for sp in (_spec(row) for row in r.to_dict("records"))]
+    r["paper_trace"] = [name for name, _ in settings]
+    r["paper_why"] = [why for _, why in settings]
     r["window"] = list(zip(r["slice"].astype(object), r["seed"]))
     return r
 
 
+def _spec(row: dict) -> dict:
+    """A row's canonical spec (rows before results format 2: its trace and options)."""
+    j = row.get("spec_json")
+    if isinstance(j, str) and j not in ("null", ""):
+        return json.loads(j)
+    fmt, opts = row.get("format"), row.get("options_json")
+    return {"trace": row.get("trace"), "format": fmt if isinstance(fmt, str) else None,
+            **(json.loads(opts) if isinstance(opts, str) else {})}
+
+
 def _normalize(main):
-    """Fig. 4's normalization, per trace and window: over the most expensive of the paper's
-    four schedulers when all four ran, else of every engine scheduler (cost models aside)."""
+    """``normalized_cost`` per trace and window, as compare computes it
+    (``comparison.normalizer``: one definition, ``comparison.NORMALIZED_BY``)."""
     out = []
     for (_, _), g in main.groupby(["trace_label", "window"], sort=False):
-        names = set(g["scheduler"])
-        pool = g[g["scheduler"].isin(paper.FIG4_SET)] if set(paper.FIG4_SET) <= names else \
-            g[~g["scheduler"].isin(COST_MODELS)]
-        top = pool["total_cost_usd"].max()
+        _, top = normalizer(dict(zip(g["scheduler"], g["total_cost_usd"])))
         gg = g.copy()
-        gg["normalized_cost"] = gg["total_cost_usd"] / top if top and top > 0 else np.nan
+        gg["normalized_cost"] = gg["total_cost_usd"] / top if top else np.nan
         out.append(gg)
     import pandas as pd
 
@@ -154,19 +163,45 @@ def _spread_note(groups: dict, what: str = "") -> str:
     return f" Spread{what}, mean ± sd: " + " — ".join(parts) + "." if parts else ""
 
 
-def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=None):
-    """Grouped bars: groups = {trace: {scheduler: stat}}; paper_vals {trace: {sched: v}}."""
+#: legend labels wrap at this many characters: a long group label (two catalogs, say)
+#: must not squeeze the bars to a sliver
+LEGEND_WRAP = 36
+MAX_WIDTH_IN = 10.0
+
+
+def _wrap(text: str, width: int = LEGEND_WRAP) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) or text
+
+
+def _bars_figure(groups: dict, ylabel: str, paper_vals: dict, title: str, hline=None,
+                 hatched=None):
+    """Grouped bars: groups = {trace: {scheduler: stat}}; paper_vals {trace: {sched: v}};
+    ``hatched(name)``: bars drawn hatched and marked † (default: the references). The
+    legend sits under the axes, its labels wrapped, the figure taller for it: the bars
+    keep the figure's width whatever the labels' length."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    hatched = hatched or _reference
     traces = list(groups)
     names = _order({n for g in groups.values() for n in g})
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + 0.55 * len(names) * len(traces)), 3.8))
+    labels = [_wrap(f"{t} (ours, mean ± sd)") for t in traces]
+    ncol = 2 if len(labels) > 1 else 1
+    lines = sum(max(lab.count("\n") + 1 for lab in labels[i:i + ncol])
+                for i in range(0, len(labels), ncol)) + (1 if paper_vals else 0)
+    # at most the page's width (10 in at 110 dpi, report_html.CSS): a wider PNG is shown
+    # shrunk, its text unreadable (the demo's 16 schedulers x 2 traces were 19 in)
+    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(6.0, 1.2 + 0.55 * len(names) *
+                                                           len(traces))),
+                                    3.8 + 0.17 * lines), layout="constrained")
     width = 0.8 / max(1, len(traces))
     x = np.arange(len(names))
     cmap = plt.get_cmap("tab10")
+    drawn_paper = False
     for i, t in enumerate(traces):
         means = [groups[t].get(n, {}).get("mean") for n in names]
         stds = [groups[t].get(n, {}).get("std") or 0.0 for n in names]
@@ -174,9 +209,9 @@ def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=N
         have = [k for k, m in enumerate(means) if m is not None]  # no bar where none ran
         bars = ax.bar(xs[have], [means[k] for k in have], width * 0.9,
                       yerr=[stds[k] for k in have], capsize=3, color=cmap(i), alpha=0.85,
-                      label=f"{t} (ours, mean ± sd)")
+                      label=labels[i])
         for bar, k in zip(bars, have):
-            if _reference(names[k]):  # a reference, not a competitor: hatched, paler
+            if hatched(names[k]):  # a reference, not a competitor: hatched, paler
                 bar.set_hatch("//")
                 bar.set_alpha(0.45)
         pv = paper_vals.get(t, {})
@@ -184,21 +219,37 @@ def _bars(path, groups: dict, ylabel: str, paper_vals: dict, title: str, hline=N
         py = [pv[n] for n in names if n in pv]
         if px:
             ax.scatter(px, py, marker="D", s=36, color="black", zorder=5,
-                       label="paper" if i == 0 else None)
+                       label=None if drawn_paper else "paper")
+            drawn_paper = True
     if hline is not None:
         ax.axhline(hline, color="grey", lw=0.8, ls=":")
     ax.set_xticks(x)
-    ax.set_xticklabels([_label(n) for n in names], rotation=30, ha="right")
+    ax.set_xticklabels([f"{n} {REF_MARK}" if hatched(n) else n for n in names], rotation=30,
+                       ha="right")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+    fig.legend(fontsize=8, frameon=False, loc="outside lower center", ncol=ncol)
+    return fig
+
+
+def _bars(path, *args, **kw):
+    import matplotlib.pyplot as plt
+
+    fig = _bars_figure(*args, **kw)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def _per(g, col) -> dict:
     return {n: _stat(gg[col].astype(float)) for n, gg in g.groupby("scheduler")}
+
+
+def _rows_in_order(per: dict) -> list[tuple[str, dict]]:
+    return [(n, per[n]) for n in _order(per)]
+
+
+NORM_LABEL = "normalized cost\n(÷ most expensive; caption)"
+NORM_COL = "normalized cost (÷ most expensive of the four, else of every policy)"
 
 
 def replay_figures(df) -> list[Figure]:
@@ -214,28 +265,32 @@ def replay_figures(df) -> list[Figure]:
         hs_lines = hotspot_lines(spot)  # HSpot beside task-per-instance (hotspot_note)
         hs_text = "".join(f" {t}: {hs_lines[t]}" for t in traces if t in hs_lines)
         cost = {t: _per(spot[spot["trace_label"] == t], "normalized_cost") for t in traces}
-        pt = {t: paper.fig4_normalized(spot[spot["trace_label"] == t]["paper_trace"].iloc[0])
-              for t in traces}
-        rows = [{"trace": t, "scheduler": n, "normalized_cost": _fmt(s),
+        # the paper's Fig. 4 divides by the most expensive of its four: ours is that number
+        # only where all four ran (comparison.normalization_pool)
+        four = {t: set(paper.FIG4_SET) <= set(spot[spot["trace_label"] == t]["scheduler"])
+                for t in traces}
+        pt = {t: paper.fig4_normalized(pt_name(spot, t)) if four[t] else {} for t in traces}
+        rows = [{"trace": t, "scheduler": n, NORM_COL: _fmt(s),
                  "paper": pt[t].get(n, "—"),
                  "cost_usd": _fmt(_stat(spot[(spot["trace_label"] == t) &
-                                             (spot["scheduler"] == n)]["total_cost_usd"]), 1),
+                                             (spot["scheduler"] == n)]["total_cost_usd"]), 3),
                  "reference": _reference(n)}
-                for t in traces for n, s in cost[t].items()]
+                for t in traces for n, s in _rows_in_order(cost[t])]
         figs.append(Figure(
             "fig4-cost", "Fig. 4 — daily cost, normalized to the most expensive",
-            "Mean daily cost per scheduler (cost models such as Fargate in the table only), each window's costs divided by that window's most "
-            "expensive of Stratus, Fleet, HSpot and SCloud (when all four ran; else of every "
-            "scheduler but cost models), bars the mean and whiskers one standard deviation "
-            "over the windows. Black diamonds: the paper's Fig. 4, derived from the savings "
-            "§5.1 states (the figure itself is not in the text)."
+            f"Normalized cost = {NORMALIZED_BY} (docs/reference/metrics.md; compare's "
+            "normalized column is the same number). Bars: the mean over the windows, "
+            "whiskers one standard deviation; cost models such as Fargate are in the table "
+            "only. Black diamonds: the paper's Fig. 4, derived from the savings §5.1 states "
+            "(the figure itself is not in the text)."
+            + paper_note(spot, traces, "spot", {t: "not all of stratus, fleet, hotspot and "
+                                                "scloud ran" for t in traces if not four[t]})
             + _ref_note(set(spot["scheduler"])) + _spread_note(_no_models(cost)) + hs_text
             + " " + what_ran(spot),
-            lambda p, c=cost, q=pt: _bars(p, _no_models(c), "cost / most expensive", q,
+            lambda p, c=cost, q=pt: _bars(p, _no_models(c), NORM_LABEL, q,
                                           "Fig. 4: normalized daily cost (spot)", 1.0),
             rows, [f"{t}: {hs_lines[t]}" for t in traces if t in hs_lines]))
-        util = {t: _per(spot[(spot["trace_label"] == t) &
-                             ~spot["scheduler"].isin(COST_MODELS)],
+        util = {t: _per(spot[(spot["trace_label"] == t) & ~_models(spot)],
                         "utilization_constraining") for t in traces}
         pu = {t: ({"stratus": paper.FIG5_STRATUS[p]} if (p := pt_name(spot, t)) in
                   paper.FIG5_STRATUS else {}) for t in traces}
@@ -244,16 +299,16 @@ def replay_figures(df) -> list[Figure]:
             "Share of the rented constraining resource (per trace: the one the workload's "
             "requests bind) allocated to tasks over the day (summary field "
             "utilization.constraining), mean ± sd over windows. Diamond: Stratus's 86% "
-            "(Google) / 79% (TwoSigma) from §5.1." + _ref_note(set(spot["scheduler"]))
-            + _spread_note(util) + " " + what_ran(spot),
+            "(Google) / 79% (TwoSigma) from §5.1." + paper_note(spot, traces, "spot")
+            + _ref_note(set(spot["scheduler"])) + _spread_note(util) + " " + what_ran(spot),
             lambda p, c=util, q=pu: _bars(p, c, "constraining utilization", q,
                                           "Fig. 5: constraining-resource utilization"),
             [{"trace": t, "scheduler": n, "utilization": _fmt(s), "paper":
               pu[t].get(n, "—"), "reference": _reference(n)}
-             for t in traces for n, s in util[t].items()]))
+             for t in traces for n, s in _rows_in_order(util[t])]))
         lat_rows = []
         for t in traces:
-            g = spot[(spot["trace_label"] == t) & ~spot["scheduler"].isin(COST_MODELS)]
+            g = spot[(spot["trace_label"] == t) & ~_models(spot)]
             p = paper.TABLE2.get(pt_name(spot, t), {})
             for n in _order(set(g["scheduler"])):
                 gg = g[g["scheduler"] == n]
@@ -267,6 +322,7 @@ def replay_figures(df) -> list[Figure]:
                            "Job latency over the job's ideal runtime (no scheduling or "
                            "spin-up delay), 50th and 95th percentiles per window, mean ± sd "
                            "over windows; the paper's Table 2 beside."
+                           + paper_note(spot, traces, "spot")
                            + _ref_note(set(spot["scheduler"])) + " " + what_ran(spot),
                            None, lat_rows))
         far = []
@@ -278,13 +334,14 @@ def replay_figures(df) -> list[Figure]:
                                        w[w["scheduler"] == "hotspot"]["total_cost_usd"].mean())]
                          if h > 0]
                 far.append({"trace": t, "fargate / hotspot": _fmt(_stat(ratio), 2),
-                            "paper": paper.FARGATE_OVER_HOTSPOT})
+                            "paper": paper.FARGATE_OVER_HOTSPOT
+                            if pt_name(spot, t) else "—"})
         if far:
             figs.append(Figure("fargate", "Fargate — cost over HSpot",
                                "The Fargate cost model's bill over HSpot's on the same "
-                               "window, mean ± sd (§5.1 quotes 4.4×). " + what_ran(spot),
-                               None, far))
-        figs += _fig6(spot, traces)
+                               "window, mean ± sd (§5.1 quotes 4.4×)."
+                               + paper_note(spot, [f["trace"] for f in far], "spot") + " "
+                               + what_ran(spot), None, far))
     od = r[(r["market"] == "on-demand") & nohint]
     if not od.empty:
         od = _normalize(od)
@@ -294,35 +351,62 @@ def replay_figures(df) -> list[Figure]:
         for t in traces:
             g = od[od["trace_label"] == t]
             sav = _savings(g, "stratus")
-            rng = paper.FIG7_SAVING_RANGE.get(pt_name(od, t))
+            rng = paper.FIG7_SAVING_RANGE.get(pt_name(od, t, "on-demand"))
             for n, s in sav.items():
                 rows.append({"trace": t, "vs": n, "stratus saves": _fmt(s, 1, pct=True),
                              "paper range": f"{rng[0]:.0%}–{rng[1]:.0%}" if rng else "—",
                              "reference": _reference(n)})
         figs.append(Figure(
             "fig7-on-demand", "Fig. 7 — on-demand only, normalized cost",
-            "As Fig. 4 with on-demand instances only; the table gives Stratus's saving over "
-            "each scheduler (1 − cost_stratus / cost_other per window, mean ± sd) beside the "
-            "range §5.3 states (10–29% Google, 14–25% TwoSigma)."
-            + _ref_note(set(od["scheduler"])) + _spread_note(cost) + " " + what_ran(od),
-            lambda p, c=cost: _bars(p, c, "cost / most expensive", {},
+            f"As Fig. 4 with on-demand instances only (normalized cost = {NORMALIZED_BY}); "
+            "the table gives Stratus's saving over each scheduler (1 − cost_stratus / "
+            "cost_other per window, mean ± sd) beside the range §5.3 states (10–29% Google, "
+            "14–25% TwoSigma)." + paper_note(od, traces, "on-demand")
+            + _ref_note(set(od["scheduler"])) + _spread_note(_no_models(cost)) + " "
+            + what_ran(od),
+            lambda p, c=cost: _bars(p, _no_models(c), NORM_LABEL, {},
                                     "Fig. 7: normalized daily cost (on-demand)", 1.0),
             rows))
-    hs = r[r["h"].notna()]
-    if not hs.empty:
-        figs += _fig8(hs)
     return figs
+
+
+def _models(df):
+    """The rows of cost models (Fargate): no instances, so no utilization to draw."""
+    return df["scheduler"].map(is_cost_model).astype(bool)
 
 
 def _no_models(groups: dict) -> dict:
     """The bars without cost models (Fargate's 4-5x would flatten the rest; its ratio is
     tabulated instead)."""
-    return {t: {n: v for n, v in g.items() if n not in COST_MODELS} for t, g in groups.items()}
+    return {t: {n: v for n, v in g.items() if not is_cost_model(n)}
+            for t, g in groups.items()}
 
 
-def pt_name(df, label) -> str | None:
+def pt_name(df, label, market: str = "spot") -> str | None:
+    """The paper's trace for the rows of ``label`` when every one of them ran in the paper's
+    setting (``paper.setting``) at ``market``, else None."""
     g = df[df["trace_label"] == label]
-    return g["paper_trace"].iloc[0] if len(g) else None
+    names = set(g["paper_trace"])
+    return names.pop() if len(names) == 1 and set(g["market"]) == {market} else None
+
+
+def paper_note(df, traces, market: str, extra: dict | None = None) -> str:
+    """The caption's account of where the paper's values are shown and why not elsewhere;
+    ``extra`` gives a further reason per trace (Fig. 4: not all four schedulers ran)."""
+    shown, not_shown = [], []
+    for t in traces:
+        name = pt_name(df, t, market)
+        why = (extra or {}).get(t) or ("" if set(df[df["trace_label"] == t]["market"]) ==
+                                       {market} else f"not run at {market} prices alone")
+        if name is not None and not why:
+            shown.append(f"{t} ({paper.setting_text(name, market)})")
+        else:
+            whys = why or "; ".join(sorted({w for w in df[df["trace_label"] == t]["paper_why"]
+                                            if w}))
+            not_shown.append(f"{t} ({whys})")
+    out = (" Paper values only where the run is the paper's setting: for "
+           + "; ".join(shown) + "." if shown else "")
+    return out + (" No paper values for " + "; ".join(not_shown) + "." if not_shown else "")
 
 
 def _savings(g, ref: str) -> dict:
@@ -337,97 +421,3 @@ def _savings(g, ref: str) -> dict:
                 xs.append(1.0 - a.iloc[0] / b.iloc[0])
         out[n] = _stat(xs)
     return out
-
-
-def _fig6(spot, traces) -> list[Figure]:
-    chain = [n for n in paper.FIG6_CHAIN if n in set(spot["scheduler"])]
-    if len(chain) < 2 or "stratus" not in set(spot["scheduler"]):
-        return []
-    data, rows = {}, []
-    for t in traces:
-        g = spot[spot["trace_label"] == t]
-        sav = _savings(g[g["scheduler"].isin([*chain, "stratus"])], "stratus")
-        data[t] = {n: sav[n] for n in chain if n in sav}
-        p = paper.FIG6_SAVING.get(pt_name(spot, t), {})
-        rows += [{"trace": t, "step": n, "stratus saves": _fmt(s, 1, pct=True),
-                  "paper": f"{p[n]:.0%}" if n in p else "—"} for n, s in data[t].items()]
-    pv = {t: paper.FIG6_SAVING.get(pt_name(spot, t), {}) for t in traces}
-
-    def draw(path, d=data, q=pv):
-        _bars(path, d, "Stratus's saving over the step", q,
-              "Fig. 6: SCloud + Stratus's features, one at a time", 0.0)
-
-    return [Figure("fig6-ablation", "Fig. 6 — the ablation chain, SCloud to Stratus",
-                   "Stratus's saving over SCloud with each Stratus feature added in turn "
-                   "(online packing, then Stratus's scale-out, then clearing), 1 − "
-                   "cost_stratus / cost_step per window, mean ± sd; diamonds: §5.2's gaps. "
-                   + what_ran(spot[spot["scheduler"].isin([*chain, "stratus"])]), draw, rows)]
-
-
-def _fig8(hs) -> list[Figure]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    traces = sorted(set(hs["trace_label"]))
-    hs = hs.copy()
-    hs["hv"] = hs["h"].astype(float)
-    rows = []
-    curves = {}
-    for t in traces:
-        g = hs[hs["trace_label"] == t]
-        # each window's cost over Stratus's at h = 1 on the same window (paired)
-        base = g[(g["scheduler"] == "stratus") & (g["hv"] == 1.0)]
-        ref = dict(zip(base["window"], base["total_cost_usd"]))
-        for n in _order(set(g["scheduler"])):
-            pts = []
-            for h, gh in sorted(g[g["scheduler"] == n].groupby("hv")):
-                s = _stat([c / ref[w] for w, c in zip(gh["window"], gh["total_cost_usd"])
-                           if ref.get(w)])
-                pts.append((h, s))
-                rows.append({"trace": t, "scheduler": n, "h": h,
-                             "cost / stratus at h=1": _fmt(s),
-                             "instances acquired": _fmt(_stat(gh["instances_acquired"]), 0),
-                             "instances cleared": _fmt(_stat(gh["instances_cleared"]), 0)})
-            curves[(t, n)] = pts
-        if {"stratus", "stratus-noclear"} <= set(g["scheduler"]):
-            pair = g[g["scheduler"].isin(["stratus", "stratus-noclear"])]
-            sav = [(h, _savings(gh, "stratus").get("stratus-noclear", _stat([])))
-                   for h, gh in sorted(pair.groupby("hv"))]
-            curves[(t, "clearing saves")] = sav
-            p = paper.FIG8_CLEARING_SAVING.get(pt_name(hs, t), {})
-            rows += [{"trace": t, "scheduler": "clearing saves (1 − stratus/no-clear)", "h": h,
-                      "cost / stratus at h=1": _fmt(s, 1, pct=True),
-                      "paper": f"{p[h]:.0%}" if h in p else "—"} for h, s in sav]
-
-    def draw(path, cv=curves):
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-        for (t, n), pts in cv.items():
-            ax = axes[1] if n == "clearing saves" else axes[0]
-            xs = [h for h, s in pts if s["mean"] is not None]
-            ys = [s["mean"] for h, s in pts if s["mean"] is not None]
-            es = [s["std"] for h, s in pts if s["mean"] is not None]
-            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=f"{t}: {n}")
-            if n == "clearing saves":
-                p = paper.FIG8_CLEARING_SAVING.get(pt_name(hs, t), {})
-                if p:
-                    ax.scatter(list(p), list(p.values()), marker="D", color="black",
-                               zorder=5, label=f"paper ({pt_name(hs, t)})")
-        for ax, yl in zip(axes, ("cost / Stratus's at h = 1", "saving of clearing")):
-            ax.set_xscale("log")
-            ax.set_xlabel("h (estimate = runtime × U[h, 1] or U[1, h])")
-            ax.set_ylabel(yl)
-            ax.legend(fontsize=7, frameon=False)
-        fig.suptitle("Fig. 8: sensitivity to runtime-estimate error", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-
-    return [Figure("fig8-sensitivity", "Fig. 8 — cost against estimate error h",
-                   "Left: daily cost against h (each task's estimate is its runtime times "
-                   "h_τ ~ U[h, 1] or U[1, h], §5.4.2), over Stratus's cost at h = 1 on the same "
-                   "window, mean ± sd over windows. Right: the saving of instance clearing, 1 − cost(stratus) "
-                   "/ cost(stratus-noclear), with §5.4.2's 31%/14% at h = 0.01, 4%/3% more "
-                   "at h = 1 and 'comparable' at h = 100 as diamonds. " + what_ran(hs),
-                   draw, rows)]

@@ -56,10 +56,39 @@ FIG8_CLEARING_SAVING = {"Google": {0.01: 0.31, 1.0: 1 - 1 / 1.04, 100.0: 0.0},
 FARGATE_OVER_HOTSPOT = 4.4
 
 
-def paper_trace(label: str, spec: str) -> str | None:
-    """The paper's trace our trace stands for (by its generator or label), if any."""
-    text = f"{label} {spec}".lower()
-    for key, name in TRACE_OF.items():
-        if key in text:
-            return name
-    return None
+#: the generators that stand for the paper's workloads (Stratus §4.2), and the formats of
+#: the real traces it ran
+GENERATOR_OF = {"google": "Google", "twosigma": "TwoSigma"}
+FORMAT_OF = {"google2011": "Google"}
+#: the paper's instance types (§4.1, Fig. 3c)
+CATALOG = "m4"
+#: options that take a run out of the paper's setting when set (the paper rents only spot
+#: or only on-demand instances, with no commitment, waiting policy or injected faults)
+OFF_SETTING = ("reserved", "savings_plan", "waiting", "faults")
+
+
+def setting(spec: dict, market: str) -> tuple[str | None, str]:
+    """(the paper's trace, "") when a run of canonical ``spec`` is the paper's setting for
+    a figure at ``market``: the workload family (by its generator or format, never by the
+    label a user gave it), the m4 catalog, that market, nothing the paper did not have;
+    else (None, why not)."""
+    trace = str(spec.get("trace") or "")
+    family = (GENERATOR_OF.get(trace[len("synthetic:"):].partition("?")[0])
+              if trace.startswith("synthetic:") else FORMAT_OF.get(spec.get("format") or ""))
+    if family is None:
+        return None, f"{trace} is not a workload the paper ran (synthetic:google, " \
+                     "synthetic:twosigma or a google2011 trace)"
+    catalog = spec.get("catalog") or CATALOG
+    if catalog != CATALOG:
+        return None, f"catalog {catalog}, the paper's is {CATALOG}"
+    if (spec.get("market") or "spot") != market:
+        return None, f"market {spec.get('market')}, the figure's is {market}"
+    off = [k for k in OFF_SETTING if spec.get(k)]
+    if off:
+        return None, ", ".join(f"--{k.replace('_', '-')}" for k in off) + " set"
+    return family, ""
+
+
+def setting_text(family: str, market: str) -> str:
+    """The paper's setting in words, for a caption."""
+    return f"the paper's {family} workload on {CATALOG} at {market} prices (Stratus §4.1-4.2)"

@@ -75,6 +75,13 @@ def all_names() -> list[str]:
     return [*SCHEDULERS, *COST_MODELS]
 
 
+def is_cost_model(name: str) -> bool:
+    """Whether ``name`` (perhaps with ``?options``) is a cost model such as fargate, which
+    bills the trace itself rather than replaying a policy."""
+    _load()
+    return name.partition("?")[0] in COST_MODELS
+
+
 def reference_of(name: str) -> str:
     """Why the scheduler ``name`` (a registered name, perhaps with ``?options``) is a
     reference rather than a competitor, or "" (a competitor, or a name not registered)."""

@@ -97,10 +97,19 @@ def summary_table(s: dict) -> str:
     return table(("metric", "value"), rows, align_left=2)
 
 
+def normalized_note(summaries: Sequence[dict]) -> str:
+    """The line under a table that says what ``normalized`` divides by."""
+    from stratus.app.comparison import NORMALIZED_BY
+
+    by = {s.get("normalized_by") for s in summaries} - {None}
+    here = f" (here {by.pop()}'s)" if len(by) == 1 else ""
+    return f"normalized = {NORMALIZED_BY}{here}"
+
+
 def comparison_table(summaries: Sequence[dict]) -> str:
-    """One row per scheduler: cost, cost over the most expensive (Stratus Fig. 4) and over
-    the lower bound (the integer one where there is one; both bounds are shown), constraining
-    utilization (Fig. 5), latency (Table 2)."""
+    """One row per scheduler: cost, normalized cost (``normalized_note``: Stratus Fig. 4)
+    and cost over the lower bound (the integer one where there is one; both bounds are
+    shown), constraining utilization (Fig. 5), latency (Table 2)."""
     rows = []
     for s in summaries:
         rows.append((s["scheduler"], s["total_cost_usd"], s.get("normalized_cost"),
@@ -109,7 +118,8 @@ def comparison_table(summaries: Sequence[dict]) -> str:
                      s["latency"]["p50"], s["latency"]["p95"], s["instances_acquired"],
                      s["migrations"], s["wall_seconds"]))
     return table(("scheduler", "cost $", "normalized", "fluid bound $", "int. bound $", "/ bound",
-                  "util", "lat p50", "lat p95", "instances", "migrations", "wall s"), rows)
+                  "util", "lat p50", "lat p95", "instances", "migrations", "wall s"),
+                 rows) + "\n" + normalized_note(summaries)
 
 
 def _ms(d: dict | None) -> str:
@@ -126,7 +136,7 @@ def slices_table(aggregates: Sequence[dict]) -> str:
              _ms(a["cost_over_bound"]), _ms(a["utilization_constraining"]),
              _ms(a["latency_p50"]), _ms(a["latency_p95"])) for a in aggregates]
     return table(("scheduler", "slices", "cost $", "normalized", "/ bound", "util", "lat p50",
-                  "lat p95"), rows)
+                  "lat p95"), rows) + "\n" + normalized_note([]) + ", slice by slice"
 
 
 def sensitivity_table(doc: dict) -> str:

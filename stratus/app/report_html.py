@@ -7,6 +7,7 @@ import html
 import sys
 from pathlib import Path
 
+from stratus.app.figures_ablations import ablation_figures
 from stratus.app.figures_waiting import commitment_figures, waiting_figures
 from stratus.base.errors import ConfigError
 
@@ -15,7 +16,16 @@ line-height:1.4}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #c
 margin-top:2em}figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444}table{border-collapse:collapse;font-size:.85em;
 margin:.6em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
-th{background:#f4f4f4}code{font-size:.9em}.fail{color:#a00}.note{color:#850}"""
+th{background:#f4f4f4}.lead{font-size:1.05em}code{font-size:.9em}.fail{color:#a00}.note{color:#850}"""
+
+
+#: the replay figures in the paper's order
+PAPER_ORDER = ("fig4-cost", "fig5-utilization", "table2-latency", "fargate", "fig6-ablation",
+               "fig7-on-demand", "fig8-sensitivity")
+
+
+def _in_paper_order(fig) -> int:
+    return PAPER_ORDER.index(fig.name) if fig.name in PAPER_ORDER else len(PAPER_ORDER)
 
 
 def _owned(name: str) -> bool:
@@ -49,7 +59,7 @@ def _table(rows: list[dict]) -> str:
 def build(results: Path) -> tuple[dict, dict]:
     """The page and its figures as ``outputs.write_dir`` writers (name -> write(path)), and
     the document of what they hold. Nothing is drawn until the writers run."""
-    from stratus.app import figures
+    from stratus.app import figures, report_lead
     from stratus.app.report_groups import comparable
     from stratus.app.sweep_store import read_rows
 
@@ -61,14 +71,20 @@ def build(results: Path) -> tuple[dict, dict]:
         raise ConfigError(f"{results}: no result rows (run `stratus sweep` first)")
     ok, notes = comparable(df[df["status"] == "ok"])
     failed = df[df["status"] != "ok"]
-    figs = (figures.replay_figures(ok) + waiting_figures(ok) + commitment_figures(ok)
-            if not ok.empty else [])
-    notes += [n for f in figs for n in f.notes]
-    parts = [f"<h1>Stratus sweep report</h1><p>Results: <code>{html.escape(str(results))}"
-             f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
-             "shows the mean and spread over the windows (slices × seeds) of each trace, "
-             "never a single run, with the paper's value beside ours where the paper gives "
-             "one.</p>"]
+    figs = (sorted(figures.replay_figures(ok) + ablation_figures(ok), key=_in_paper_order)
+            + waiting_figures(ok) + commitment_figures(ok) if not ok.empty else [])
+    notes += [n for f in figs for n in f.notes]  # HSpot beside task-per-instance
+    lead = report_lead.lead(ok) if not ok.empty else []
+    parts = ["<h1>Stratus sweep report</h1>"]
+    if lead:
+        parts.append('<ul class="lead">' + "".join(f"<li>{html.escape(x)}</li>" for x in lead)
+                     + "</ul>")
+    parts.append(f"<p>Results: <code>{html.escape(str(results))}"
+                 f"</code>: {len(df)} cells, {len(ok)} ok, {len(failed)} failed. Every figure "
+                 "shows the mean and spread over the windows (slices × seeds) of each trace, "
+                 "never a single run; the paper's values sit beside ours only where the run "
+                 "is the paper's setting (its workload, m4, its market), and each caption "
+                 "says which.</p>")
     parts += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     parts += [f'<p class="note">Skipped {html.escape(n)}: {html.escape(w)}.</p>'
               for n, w in skipped.items()]
@@ -91,7 +107,7 @@ def build(results: Path) -> tuple[dict, dict]:
             f"report</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
     doc = {"figures": list(files), "sections": [f.title for f in figs],
            "tables": {f.name: f.table for f in figs}, "cells": len(df),
-           "cells_ok": len(ok), "cells_failed": len(failed), "notes": notes,
+           "cells_ok": len(ok), "cells_failed": len(failed), "lead": lead, "notes": notes,
            "skipped_files": skipped}
     files["index.html"] = lambda path: path.write_text(page, encoding="utf-8")
     return doc, files
@@ -115,7 +131,7 @@ def write_report(results_dir: str, output: str, force: bool = False) -> dict:
 def report_text(doc: dict) -> str:
     from stratus.app.report import table
 
-    parts = [f"note: {n}" for n in doc.get("notes", [])]
+    parts = [*doc.get("lead", []), *(f"note: {n}" for n in doc.get("notes", []))]
     for name, rows in doc["tables"].items():
         if rows and name in ("fig4-cost", "table2-latency", "fig5-utilization", "fargate"):
             cols = list(dict.fromkeys(k for r in rows for k in r))

@@ -153,7 +153,7 @@ def test_compare_has_a_table_and_a_plot():
     t = cmp.table
     assert list(t["scheduler"]) == ["stratus", "task-per-instance"]
     assert t["normalized_cost"].max() == 1.0 and (t["total_cost_usd"] > 0).all()
-    assert cmp.plot().get_ylabel() == "normalized cost"
+    assert cmp.plot().get_ylabel() == "normalized cost (÷ most expensive; metrics.md)"
 
 
 def test_a_result_writes_its_tables(tmp_path):

@@ -188,7 +188,8 @@ def test_describe_table_shows_the_nested_figures(capsys):
     rows = dict(line.rsplit(None, 1) for line in table.splitlines()[2:])
     assert code == 0 and rows["arrivals_per_hour.peak_to_trough"] == "-"
     assert doc["arrivals_per_hour"]["peak_to_trough"] is None
-    assert rows["priority_share.free"] == "1.0000" and rows["cpu_request.p10"] == "2.0000"
+    assert rows["priority_share.unknown"] == "1.0000"  # M/M/s has no priorities
+    assert rows["cpu_request.p10"] == "2.0000"
     assert rows["single_task_job_share"] == "1.0000" and "runtime_s.p10" in rows
 
 

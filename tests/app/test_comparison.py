@@ -30,6 +30,61 @@ def test_annotate_normalizes_to_the_most_expensive_and_prefers_the_integer_bound
     assert runs[1]["cost_over_bound"] == 2.5 and runs[1]["bound_used"] == "lower_bound_cost_usd"
 
 
+def test_normalized_cost_never_divides_by_a_cost_model():
+    """Issue 36: compare divided by the most expensive run, Fargate included (Stratus 0.18
+    beside Fargate's 1.0), while the report left Fargate out (0.89 for the same run)."""
+    runs = annotate([_run("stratus", 1.0), _run("fleet", 2.0), _run("fargate", 8.0)])
+    by = {r["scheduler"]: r for r in runs}
+    assert [by[n]["normalized_cost"] for n in ("stratus", "fleet", "fargate")] == [0.5, 1, 4]
+    assert {r["normalized_by"] for r in runs} == {"fleet"}
+    only = annotate([_run("fargate", 3.0)])  # no policy to divide by
+    assert only[0]["normalized_cost"] is None and only[0]["normalized_by"] is None
+
+
+def test_normalized_cost_divides_by_the_papers_four_when_all_ran():
+    """Stratus Fig. 4 normalizes over its four schedulers: a dearer fifth (one task per
+    instance) is not the divisor then, but is without all four."""
+    four = [_run("stratus", 1.0), _run("fleet", 2.0), _run("hotspot", 4.0), _run("scloud", 3.0)]
+    runs = annotate([*four, _run("task-per-instance", 10.0)])
+    assert [r["normalized_cost"] for r in runs] == [0.25, 0.5, 1.0, 0.75, 2.5]
+    runs = annotate([_run("stratus", 1.0), _run("task-per-instance", 10.0)])
+    assert [r["normalized_cost"] for r in runs] == [0.1, 1.0]
+
+
+def test_the_report_normalizes_as_compare_does():
+    """One definition: the report's figures divide each window's costs as annotate does."""
+    import pandas as pd
+
+    from stratus.app.figures import _normalize
+
+    costs = {"stratus": 1.0, "fleet": 2.0, "hotspot": 4.0, "scloud": 3.0, "fargate": 9.0,
+             "stratus-oracle": 0.9, "task-per-instance": 12.0}
+    windows = [(0, 1), (1, 1)]
+    df = pd.DataFrame([{"trace_label": "t", "window": w, "scheduler": n,
+                        "total_cost_usd": c * (1 + k)} for k, w in enumerate(windows)
+                       for n, c in costs.items()])
+    got = _normalize(df)
+    for k, _ in enumerate(windows):
+        want = annotate([_run(n, c * (1 + k)) for n, c in costs.items()])
+        mine = got.iloc[k * len(costs):(k + 1) * len(costs)]
+        assert list(mine["normalized_cost"]) == pytest.approx(
+            [r["normalized_cost"] for r in want])
+
+
+def test_compare_tables_name_what_normalized_divides_by():
+    from stratus.app.report import comparison_table, slices_table
+
+    text = comparison_table(annotate([_run("stratus", 1.0, wall_seconds=0.1),
+                                      _run("fargate", 8.0, wall_seconds=0.1)]))
+    assert text.splitlines()[-1] == ("normalized = cost ÷ the most expensive of stratus, "
+                                     "fleet, hotspot and scloud on the same window when all "
+                                     "four ran (Stratus Fig. 4), else ÷ the most expensive "
+                                     "policy that ran; a cost model such as fargate is never "
+                                     "the divisor (here stratus's)")
+    agg = aggregate([annotate([_run("stratus", 1.0)])])
+    assert "normalized = cost ÷ the most expensive" in slices_table(agg)
+
+
 def test_annotate_free_runs_have_no_ratio():
     runs = annotate([_run("a", 0.0, lb=0.0)])
     assert runs[0]["normalized_cost"] is None and runs[0]["cost_over_bound"] is None

@@ -41,6 +41,37 @@ def test_bad_reserved_options_are_one_line_exit_2(capsys, command, option, messa
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("argv", [
+    ["compare", "--schedulers", "stratus,fargate"],
+    ["replay", "--scheduler", "fargate"],
+    ["advise", "--commit", "reserved", "--scheduler", "fargate"],
+])
+def test_a_cost_model_beside_reserved_instances_is_refused(capsys, argv):
+    """Issue 36: `compare ... --reserved m4.16xlarge:8` billed Fargate $3.45 beside
+    Stratus's $35.55 with the commitment: Fargate paid none of it."""
+    extra = [] if "advise" in argv else ["--reserved", "m4.16xlarge:8"]
+    code, out, err = run_cli(capsys, *argv, "--trace", TRACE, *extra, "--json")
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "cannot be combined with the cost model fargate" in err
+
+
+def test_a_sweep_of_a_cost_model_and_reserved_instances_is_refused_before_it_runs(
+        tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""command = "replay"
+results = "{tmp_path / 'res'}"
+[[traces]]
+label = "t"
+spec = "{TRACE}"
+[[grid]]
+scheduler = ["stratus", "fargate"]
+reserved = ["m4.large:1"]
+""")
+    code, out, err = run_cli(capsys, "sweep", cfg)
+    assert code == 2 and "reserved" in err and "fargate" in err and err.count("\n") == 1
+    assert not (tmp_path / "res").exists()
+
+
 def test_a_replay_with_a_reserved_instance_reports_and_bills_it(capsys):
     args = ["replay", "--trace", TRACE, "--scheduler", "first-fit", "--market", "on-demand",
             "--reserved", "m4.10xlarge:1", "--no-progress"]

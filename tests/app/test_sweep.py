@@ -394,11 +394,24 @@ def test_report_loads_in_headless_chromium_with_every_figure(reported, tmp_path)
             page.wait_for_load_state("load")
             imgs = page.eval_on_selector_all(
                 "img", "els => els.map(e => [e.getAttribute('src'), e.complete, "
-                       "e.naturalWidth])")
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+                       "e.naturalWidth, e.getBoundingClientRect().width])")
+            # the first screen opens with who is cheapest (issue 36)
+            lead = page.eval_on_selector(
+                "ul.lead", "e => [e.innerText, e.getBoundingClientRect().bottom]")
+            page.screenshot(path=str(tmp_path / "first-screen.png"))
         finally:
             browser.close()
     assert errors == []
     assert len(imgs) >= 6
-    for src, complete, width in imgs:
+    for src, complete, width, shown in imgs:
         assert complete and width > 0, f"figure {src} did not load"
+        # no figure shrunk past reading: a PNG wider than the page is shown scaled down,
+        # its text with it (issue 36: the demo's Fig. 4 was 19 inches wide)
+        assert shown >= 0.75 * width, f"figure {src}: {width} px shown at {shown:.0f}"
+    text, bottom = lead
+    assert "is the cheapest of" in text and "below the runner-up" in text
+    assert bottom < 900, "the opening sentences are not on the first screen"
+    from PIL import Image
+
+    with Image.open(tmp_path / "first-screen.png") as shot:  # the page was drawn, not blank
+        assert len(shot.convert("L").getcolors(maxcolors=1 << 16) or ()) > 20

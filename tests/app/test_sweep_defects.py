@@ -19,6 +19,7 @@ import pytest
 
 from stratus.app import sweep_store as store
 from stratus.app.cli import main
+from stratus.app.figures import NORM_COL
 from tests.helpers.paths import ROOT
 
 # a small replay grid: six cells of a few seconds' work in all
@@ -194,8 +195,8 @@ def test_the_report_splits_rows_that_differ_in_hours_or_trace(tmp_path, capsys):
     # each group's normalization is over its own windows: the most expensive is 1.0 there,
     # and n counts that group's windows only (2 seeds, 1, 1)
     for label, n in zip(labels, (2, 1, 1)):
-        means = [float(r["normalized_cost"].split(" ")[0]) for r in fig4 if r["trace"] == label]
-        assert max(means) <= 1.0 + 1e-9 and all(f"(n={n})" in r["normalized_cost"]
+        means = [float(r[NORM_COL].split(" ")[0]) for r in fig4 if r["trace"] == label]
+        assert max(means) <= 1.0 + 1e-9 and all(f"(n={n})" in r[NORM_COL]
                                                for r in fig4 if r["trace"] == label)
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "not pooled" in page

@@ -87,8 +87,9 @@ def test_fargate_on_the_command_line(capsys):
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [r["scheduler"] for r in runs] == ["task-per-instance", "fargate"]
     assert set(runs[0]) - set(runs[1]) == set()  # every key a policy reports
-    for k in ("wall_seconds", "normalized_cost", "cost_over_bound", "bound_used"):
-        one.pop(k, None), runs[1].pop(k, None)  # compare adds the last three
+    for k in ("wall_seconds", "normalized_cost", "normalized_by", "cost_over_bound",
+              "bound_used"):
+        one.pop(k, None), runs[1].pop(k, None)  # compare adds the last four
     assert one == runs[1]
     assert runs[1]["total_cost_usd"] > runs[0]["total_cost_usd"]  # §4.3: much dearer
     assert main(["replay", *args[:-1], "--scheduler", "fargate"]) == 0

@@ -158,6 +158,27 @@ def test_load_report_is_passed_through():
     assert _plain(d)
 
 
+def test_a_source_without_priorities_reads_unknown_not_free(tmp_path):
+    """Issue 36: SWF has no priority field; its loader's 0 is a default, and describing it
+    as 100% "free" said something the log never did. Through a window, a Parquet
+    conversion too; a generic table says unknown only without a
+    priority column."""
+    from stratus.traces import generic
+
+    t = swf.load(HERE / "fixtures" / "swf" / "small.swf")
+    assert describe(t)["priority_share"] == {"unknown": 1.0}
+    assert describe(t.window(0, 1))["priority_share"] == {"unknown": 0.0}  # no task
+    t.to_parquet(tmp_path / "t.parquet")
+    assert describe(Trace.from_parquet(tmp_path / "t.parquet"))["priority_share"] == {
+        "unknown": 1.0}
+    csv = tmp_path / "t.csv"
+    csv.write_text("id,sub,run,cpu,mem,prio\n1,0,10,1,1,10\n2,5,10,1,1,0\n")
+    cols = dict(job_id="id", submit_s="sub", runtime_s="run", cpu="cpu", mem_gib="mem")
+    assert describe(generic.load(csv, **cols))["priority_share"] == {"unknown": 1.0}
+    assert describe(generic.load(csv, **cols, priority="prio"))["priority_share"] == {
+        "free": 0.5, "middle": 0.0, "production": 0.5}
+
+
 def test_window_and_empty_trace():
     t = _trace()
     w = describe(t.window(10, 60, inside=True))  # jobs 2 (50..100) crosses 60; only job 3
@@ -179,7 +200,7 @@ def test_nasa_log_summary():
     assert (d["jobs"], d["tasks"], d["span_s"]) == (18_239, 18_239, 7_949_022.0)
     assert (d["runtime_s"]["p50"], d["runtime_s"]["max"]) == (86.0, 62_643.0)
     assert d["tasks_per_job"]["max"] == 1.0 and d["single_task_job_share"] == 1.0
-    assert d["priority_share"] == {"free": 1.0, "middle": 0.0, "production": 0.0}  # SWF: 0
+    assert d["priority_share"] == {"unknown": 1.0}  # SWF has no priority field
     # with no memory data every job gets 4 GiB per processor: exactly on the m4 ratio
     assert d["constrained"] == {"cpu": 1.0, "mem": 0.0}
     # 128 nodes about 47% busy on average

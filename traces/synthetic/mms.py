@@ -62,6 +62,6 @@ def generate(hours: float = 24.0, seed: int = 0, scale: float = 1.0, start_s: fl
     })
     params = {"hours": hours, "seed": seed, "scale": scale, "start_s": start_s,
               "lam": lam, "mu": mu, "cpu": cpu, "mem": mem}
-    meta = {"generator": "mms", "params": params, "expected_tasks": lam * scale * duration,
+    meta = {"generator": "mms", "params": params, "unknown_columns": ["priority"], "expected_tasks": lam * scale * duration,
             "offered_load": lam * scale / mu}
     return Trace(frame, name=c.trace_name("mms", params, DEFAULTS), meta=meta)

@@ -183,6 +183,22 @@ class CloudSpec(WindowSpec, SpotPrices):
             raise ConfigError("--waiting needs reserved instances to wait for "
                               "(--reserved TYPE:COUNT)")
 
+    def check_cost_models(self, names) -> None:
+        """Refuse a cost model (fargate) beside reserved instances: it bills tasks, not
+        instances, so it would pay none of the commitment the policies pay (issue 36)."""
+        if self.reserved is None and not self.reserved_later():
+            return
+        from stratus.app.registry import is_cost_model
+        from stratus.app.spec.fields import LABEL
+
+        models = [n for n in names if is_cost_model(n)]
+        if models:
+            what = LABEL.get()("reserved") if self.reserved is not None else "--commit"
+            raise ConfigError(f"{what} cannot be combined with the cost "
+                              f"model {models[0]}: it bills tasks, not instances, so it would "
+                              "not pay for the reserved instances the other schedulers pay "
+                              f"for; drop {models[0]} or the reserved instances")
+
     def reserved_later(self) -> bool:
         """Whether the reserved instances are chosen after this check (the advisor's)."""
         return False
@@ -201,6 +217,10 @@ class CloudSpec(WindowSpec, SpotPrices):
 class ReplaySpec(CloudSpec):
     command: ClassVar[str] = "replay"
     scheduler: str = opt("stratus", _scheduler, help="see `stratus schedulers`")
+
+    def check(self) -> None:
+        super().check()
+        self.check_cost_models([self.scheduler])
 
 
 def _jobs(v):
@@ -226,6 +246,7 @@ class CompareSpec(CloudSpec):
         _check_slice_plan(self)
         if self.schedulers:  # each checked, its parameters in canonical form
             object.__setattr__(self, "schedulers", _canonical(self.schedulers))
+            self.check_cost_models(self.schedulers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,6 +268,7 @@ class SensitivitySpec(CloudSpec):
                               "--estimator")
         _check_slice_plan(self)
         object.__setattr__(self, "schedulers", _canonical(self.schedulers))
+        self.check_cost_models(self.schedulers)
 
 
 def _canonical(given: tuple[str, ...]) -> tuple[str, ...]:
