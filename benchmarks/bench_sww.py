@@ -92,7 +92,7 @@ def run(trace, policy: str, reference: bool = False) -> dict:
     return {"policy": policy.split(":")[0] + (" (reference)" if reference else ""),
             "tasks": s["tasks"], "wall_s": s["wall_seconds"], "cpu_s": round(cpu, 3),
             "tasks_per_s": round(s["tasks"] / s["wall_seconds"], 1) if s["wall_seconds"] else None,
-            "total_cost_usd": s["total_cost_usd"], "tasks_cloud": w["tasks_cloud"],
+            "total_cost_usd": s["total_cost_usd"], "tasks_cloud": w["gate_turned_away"],
             "mean_wait_s": w["mean_wait_s"],
             "summary": {k: v for k, v in s.items() if k != "wall_seconds"}}
 

@@ -17,6 +17,13 @@ only a tick can place them (Stratus §3.1: pending tasks are scheduled in batche
 periodic scheduling events), so they are taken from the sorted trace at each tick; a task
 that arrives at the same instant as a tick is seen by that tick.
 
+One clock for every replay (docs/reference/reserved.md, "The clock"): a task can first be
+placed at the first tick at or after its submit time, and room freed on an instance is
+offered at the next tick, with or without a waiting policy. Under one, the gate acts at
+the tick before the scheduler (``ReservedGate.tick``): room freed since the last tick to
+its queue, then the queued tasks whose wait ran out leave, then the tick's arrivals are
+decided; the scheduler then places what the gate sent on, at the same tick.
+
 Every instance is billed from request to release at its prevailing price, per second
 (Stratus §4.1). An instance left with no tasks is released at once unless a policy keeps
 it (Stratus §4.1, "VM acquisition/termination").
@@ -41,10 +48,8 @@ from stratus.cloud import SPOT_WARNING_S, Cloud
 from stratus.decisions import Decisions
 from stratus.estimators import Estimator, OracleEstimator
 from stratus.events import (
-    EV_ARRIVE,
     EV_CRASH,
     EV_DEPART,
-    EV_DRAIN,
     EV_FINISH,
     EV_MIGRATED,
     EV_PRICE,
@@ -70,7 +75,7 @@ from stratus.model import (
 )
 from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
-from stratus.reserved import check_discount, check_reserved, reserved_rate
+from stratus.reserved import check_discount, check_reserved, ran_where, reserved_rate
 from stratus.result import ReplayResult
 from stratus.savings import SavingsPlan, check_plan
 from stratus.taskbook import TaskBook, Workload
@@ -233,18 +238,22 @@ class Engine:
                               (EV_CRASH, self._on_crash),
                               (EV_READY, self._on_ready), (EV_TICK, self._on_tick)):
             k.on(kind, handler)
-        # a waiting policy decides each arrival at its submit time (stratus.waiting_gate)
+        # a waiting policy decides each arrival at the tick it arrives at, before the
+        # scheduler (stratus.waiting_gate); an AJW-T timer is an event, so that a tick
+        # comes when it runs out even while the ticks are skipped
         self.gate: ReservedGate | None = None
         if cfg.waiting is not None:
-            self.gate = gate = ReservedGate(cfg.waiting, self.book, self.cloud, self, k)
+            self.gate = gate = ReservedGate(cfg.waiting, self.book, self.cloud, self, k,
+                                            cfg.tick_s)
             self.applier.exclusive = not cfg.waiting.share
-            k.on(EV_ARRIVE, self._on_arrive)
-            k.on(EV_DEPART, lambda tid, _b, t: gate.timeout(tid, t))
-            k.on(EV_DRAIN, lambda _a, _b, t: gate.drain(t))
+            k.on(EV_DEPART, lambda tid, _b, _t: gate.due(tid))
+        # per task, where it ran (with reserved instances): bit 1 on a reserved instance,
+        # bit 2 on a rented one (spot, on-demand); set as each run starts
+        self.ran_on: bytearray | None = bytearray(self.work.n) if cfg.reserved else None
         self.ticks = 0
         self.on_decisions: Callable[[float, Decisions], None] | None = None
-        self.start_s: float | None = None  # the replay's start (first tick, or first arrival
-        # under a waiting policy): origin of the savings plan's hours
+        self.start_s: float | None = None  # the replay's start (its first tick): origin of
+        # the savings plan's hours
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
@@ -278,8 +287,6 @@ class Engine:
         gate = self.gate
         if gate is not None and inst.market == RESERVED:
             gate.sync(inst)
-            if gate.cloud_of[task.tid]:
-                gate.on_reserved_by_scheduler += 1  # the scheduler put a cloud task there
         if task.anti_affinity:
             self.book.aa_where.setdefault(task.job, set()).add(inst.iid)
         if self.acct.holds is not None:
@@ -318,6 +325,8 @@ class Engine:
         book.state[tid] = RUNNING
         book.run_start[tid] = t
         self._changed(tid)
+        if self.ran_on is not None:
+            self.ran_on[tid] |= 1 if book.loc[tid].market == RESERVED else 2
         if book.first_start[tid] != book.first_start[tid]:  # NaN: first start
             book.first_start[tid] = t
         self.kernel.schedule(t + self.work.runtime[tid] - book.done[tid], EV_FINISH, tid,
@@ -395,8 +404,6 @@ class Engine:
             self.unhold(dest, task, t)
             self.maybe_release(dest, t)
         self.maybe_release(inst, t)
-        if self.gate is not None and inst.market == RESERVED:
-            self.gate.freed(t)  # room freed on reserved capacity: the queue goes first
         tasks = book.job_finished(tid, task, t)
         if tasks is not None:
             self.estimator.observe(tasks, t)
@@ -415,8 +422,6 @@ class Engine:
         book.loc[tid] = dst
         self.start(task, t)
         self.maybe_release(src, t)
-        if self.gate is not None and src.market == RESERVED:
-            self.gate.freed(t)
         self._end_if_done()
 
     def _on_ready(self, inst: Instance, _b, t: float) -> None:
@@ -593,8 +598,10 @@ class Engine:
         if no != self._tick_no:
             return  # brought forward by _wake: this one is stale
         book, cloud, n = self.book, self.cloud, self.work.n
-        if self.gate is None:  # (else each arrival is an event of its own)
+        if self.gate is None:
             book.arrive(t, self.estimator)
+        else:  # the gate first: its queue, its timers, the arrivals (module docstring)
+            self.gate.tick(book.arrive(t, self.estimator, pend=False), t)
         self.ticks += 1
         dec = None
         if book.pending or cloud.busy():
@@ -684,9 +691,8 @@ class Engine:
         if n == 0:
             return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self.work.submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
-        # under a waiting policy the first task arrives at its submit time, and the reserved
-        # pool is up then, as the pool simulator's (stratus.waiting_gate)
-        t0 = first_tick if self.gate is None else self.work.submit_list[0]
+        # the first tick, with or without a waiting policy (one clock: module docstring)
+        t0 = first_tick
         self.kernel.now = self.start_s = t0
         self.cloud.open_prices(t0)
         for name, count in cfg.reserved:  # prepaid: up from the start (stratus.reserved)
@@ -694,7 +700,6 @@ class Engine:
                 self.cloud.add_reserved(cfg.catalog[name], t0)
         if self.gate is not None:
             self.gate.open()
-            self.kernel.schedule(t0, EV_ARRIVE)
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
         self._schedule_tick(first_tick)
@@ -717,9 +722,12 @@ class Engine:
     def _result(self, wall_s: float) -> ReplayResult:
         res = ReplayResult.build(self, wall_s)
         res.summary["tasks_unfinished"] = self.work.n - self.book.n_done
+        if self.ran_on is not None:  # what ran where (docs/reference/reserved.md)
+            res.summary.update(ran_where(self.ran_on))
         if self.gate is not None:  # as `stratus waiting simulate` reports a pool
             s = res.summary
-            s["waiting"] = {**self.gate.summary(), "reserved_cost_usd": s["reserved_cost_usd"],
+            s["waiting"] = {**self.gate.summary(self.ran_on),
+                            "reserved_cost_usd": s["reserved_cost_usd"],
                             "cloud_cost_usd": round(s["total_cost_usd"]
                                                     - s["reserved_cost_usd"], 4)}
         res.summary["ended_early"] = self.ended_early
@@ -730,14 +738,6 @@ class Engine:
                 "honoured": self.work.anti_affinity is not None, "flagged_tasks": int(aa.sum()),
                 "flagged_jobs": int(np.unique(frame["job_id"].to_numpy()[aa]).size)}
         return res
-
-    def _on_arrive(self, _a, _b, t: float) -> None:
-        """Tasks submitted at ``t`` arrive; the waiting policy decides each; then the next
-        arrival time."""
-        book = self.book
-        self.gate.arrive(book.arrive(t, self.estimator, pend=False), t)
-        if not book.all_arrived:
-            self.kernel.schedule(self.work.submit_list[book.next_arrival], EV_ARRIVE)
 
     def _starved(self) -> str | None:
         """Why no task can ever run again, or None. With no instance alive and no price

@@ -1,7 +1,9 @@
 """SWW's and compound's forecast at the door of the replay's reserved instances
 (``stratus.waiting_gate``, paper 000 §4.1): how long a task would wait if it joined the
 queue now, by simulating the reserved instances forward on the runtime estimates, the
-queue FCFS and work-conserving, at most ``limit`` seconds ahead (inf beyond).
+queue FCFS and work-conserving, at most ``limit`` seconds ahead (inf beyond), on the
+replay's clock: room freed at an estimated end is offered to the queue at the first tick
+at or after it (``on_tick``; a tick of 0: at the end itself, the pool simulator's clock).
 
 ``reference_wait`` is that simulation as written first: one whole run per task asked,
 each pass testing every queued task against every instance. Tasks arrive in bursts (a
@@ -38,11 +40,18 @@ from heapq import heapify, heappop, heappush
 import numpy as np
 
 
-def reference_wait(gate, task, t: float, limit: float) -> float:
+def on_tick(x: float, tick: float) -> float:
+    """The first tick at or after ``x`` (``x`` itself for a tick of 0), as the engine
+    rounds a submit time up to its tick."""
+    return math.ceil(x / tick - 1e-9) * tick if tick > 0 else x
+
+
+def reference_wait(gate, task, t: float, limit: float, tick: float = 0.0) -> float:
     """Seconds until ``task`` would start if it joined ``gate``'s queue at ``t``: the
-    reserved instances simulated forward on the runtime estimates (inf past ``limit``;
-    room only: anti-affinity is left to the placement itself). The reference ``Forecast``
-    must agree with; one whole simulation per call."""
+    reserved instances simulated forward on the runtime estimates, room freed offered at
+    the tick at or after each end (inf past ``limit``; room only: anti-affinity is left to
+    the placement itself). The reference ``Forecast`` must agree with; one whole
+    simulation per call."""
     book = gate.book
     est, done, start = book.est, book.done, book.run_start
     free = gate.free.copy()
@@ -52,7 +61,7 @@ def reference_wait(gate, task, t: float, limit: float) -> float:
         for other in inst._tasks.values():
             o = other.tid
             rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
-            heappush(ends, (t + max(rem, 0.0), seq, k, other.req))
+            heappush(ends, (on_tick(t + max(rem, 0.0), tick), seq, k, other.req))
             seq += 1
     queue = [*gate.queue.values(), task]
     now = t
@@ -66,7 +75,7 @@ def reference_wait(gate, task, t: float, limit: float) -> float:
             if q is task:
                 return now - t
             free[k] -= q.req
-            heappush(ends, (now + max(est[q.tid], 0.0), seq, k, q.req))
+            heappush(ends, (on_tick(now + max(est[q.tid], 0.0), tick), seq, k, q.req))
             seq += 1
         queue = rest
         if not ends or ends[0][0] - t > limit:
@@ -80,11 +89,11 @@ def reference_wait(gate, task, t: float, limit: float) -> float:
 class ReferenceForecast:
     """``Forecast``'s interface over ``reference_wait`` (for tests and the benchmark)."""
 
-    def __init__(self, gate, t: float, limit: float) -> None:
-        self.gate, self.t, self.limit = gate, t, limit
+    def __init__(self, gate, t: float, limit: float, tick: float = 0.0) -> None:
+        self.gate, self.t, self.limit, self.tick = gate, t, limit, tick
 
     def wait(self, task) -> float:
-        return reference_wait(self.gate, task, self.t, self.limit)
+        return reference_wait(self.gate, task, self.t, self.limit, self.tick)
 
     def joined(self, task) -> None:
         pass
@@ -95,10 +104,11 @@ class Forecast:
     limit``, once, then kept up to date as the instant's tasks join the queue (module
     docstring). ``wait(task)`` equals ``reference_wait(gate, task, t, limit)``; after a
     finite answer the gate either queues the task and says so (``joined``) or drops this
-    forecast. Valid while the gate changes nothing else (one arrival instant)."""
+    forecast. Valid while the gate changes nothing else (one arrival instant). ``tick``:
+    the replay's (``on_tick``); an end below is the tick its room is offered at."""
 
-    def __init__(self, gate, t: float, limit: float) -> None:
-        self.gate, self.t, self.limit = gate, t, limit
+    def __init__(self, gate, t: float, limit: float, tick: float = 0.0) -> None:
+        self.gate, self.t, self.limit, self.tick = gate, t, limit, tick
         est, done, start = gate.book.est, gate.book.done, gate.book.run_start
         # what runs on the reserved instances now: its estimated end, row and request
         self.ends: list[tuple[float, int, tuple]] = []
@@ -106,7 +116,7 @@ class Forecast:
             for other in inst._tasks.values():
                 o = other.tid
                 rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
-                self.ends.append((t + max(rem, 0.0), k, other.req))
+                self.ends.append((on_tick(t + max(rem, 0.0), tick), k, other.req))
         # the queue in FCFS order (the tasks that join are appended), and as runs of
         # tasks in a row that ask the same (a job's tasks): a run's tasks start in order,
         # so those of a run still waiting are its last ones
@@ -188,7 +198,7 @@ class Forecast:
         at, v = self.at, self.valid
         k = best_index(self.after[i], req)
         x = self._append(task)
-        end = at[i] + self.dur[x]
+        end = on_tick(at[i] + self.dur[x], self.tick)
         e = bisect_left(at, end, i + 1, v)  # its end's instant if known (v: not yet)
         moved = self._moved(i, e, k, req) if self.waiting[i] else None
         n = self.n
@@ -300,7 +310,7 @@ class Forecast:
         at one time on one instance are one event (they free room together anyway).
         The room is kept as lists; each change is logged, and the rooms before and after
         each pass are made from the log at the end, at once."""
-        t, limit = self.t, self.limit
+        t, limit, tick = self.t, self.limit, self.tick
         runs, dur = self.runs, self.dur
         live = self.live if p == self.valid else None
         self.live = None
@@ -320,13 +330,13 @@ class Forecast:
             nonlocal seq
             if c == 1:
                 x = tasks[f]
-                fin = now + dur[x]
+                fin = on_tick(now + dur[x], tick)
                 one.append((x, i, fin, k, have[0]))
                 heappush(ends, (fin, seq, k, req))
                 seq += 1
                 return
             xs = tasks[f:f + c]
-            fins = [now + dur[x] for x in xs]
+            fins = [on_tick(now + dur[x], tick) for x in xs]
             many.append((xs, i, fins, k, have[0], req[0]))
             for fin, m in sorted(Counter(fins).items()):
                 heappush(ends, (fin, seq, k, tuple(m * q for q in req)))
@@ -499,4 +509,4 @@ def best_index(free: np.ndarray, req, skip=()) -> int:
 _NONE = np.iinfo(np.int64).max  # above any free room: a row that does not fit
 
 
-__all__ = ["Forecast", "ReferenceForecast", "best_index", "reference_wait"]
+__all__ = ["Forecast", "ReferenceForecast", "best_index", "on_tick", "reference_wait"]

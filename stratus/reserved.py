@@ -93,6 +93,20 @@ def check_discount(d, what: str = "--reserved-discount") -> float | None:
     return float(d)
 
 
+def ran_where(ran_on) -> dict:
+    """What ran where, from a replay's per-task record of the instances its runs started
+    on (bit 1: a reserved instance, bit 2: a rented one, spot or on-demand): the tasks
+    that ran only on reserved instances, only on rented ones, on both (moved or
+    restarted across), and the share of the tasks that ran that used a rented instance
+    for all or part of their run. A task that never started counts in none."""
+    counts = bytes(ran_on).count
+    reserved, cloud, both = counts(1), counts(2), counts(3)
+    ran = reserved + cloud + both
+    return {"tasks_ran_on_reserved": reserved, "tasks_ran_on_cloud": cloud,
+            "tasks_ran_on_both": both,
+            "ran_on_cloud_fraction": round((cloud + both) / ran, 6) if ran else 0.0}
+
+
 def reserved_rate(itype, discount: float | None) -> float:
     """$/h of a reserved instance of ``itype``: (1 - discount) x on-demand; with no
     discount, the catalog's reserved rate, else (1 - DEFAULT_DISCOUNT) x on-demand."""
@@ -104,4 +118,4 @@ def reserved_rate(itype, discount: float | None) -> float:
 
 
 __all__ = ["DEFAULT_DISCOUNT", "check_discount", "check_reserved", "parse_reserved",
-           "reserved_rate", "reserved_text"]
+           "ran_where", "reserved_rate", "reserved_text"]

@@ -16,7 +16,7 @@ on-demand usage, as an AWS Compute Savings Plan does.
 The model (docs/reference/savings-plans.md, docs/decisions.md "Savings plans"):
 
 * **Hours.** The plan's clock hours start where the replay starts, the window's first
-  scheduling tick (the first arrival under a waiting policy; the origin of the reserved
+  scheduling tick (with or without a waiting policy; the origin of the reserved
   instances' horizon too, ``stratus.reserved``) and run to the replay's end: hour h is [origin + 3600 h, origin + 3600 (h + 1)). The last hour is
   usually partial; its commitment is prorated by seconds, C_h = C x seconds / 3600.
 * **Eligible usage.** On-demand instances only: spot instances are not covered, and a

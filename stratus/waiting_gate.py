@@ -2,8 +2,10 @@
 paper 000 §3-4 inside the virtual cluster, instead of a pool simulator in front of it.
 
 ``--waiting POLICY[:b=SECONDS,t=SECONDS,share=on|off]``. Each task is decided on its own
-when it arrives (at its submit time, not at the next tick; docs/decisions.md, "Waiting in
-the replay: per task"), as the pool simulator decides each trace row (``pool.py``):
+when it arrives, as the pool simulator decides each trace row (``pool.py``), on the
+replay's one clock (docs/reference/reserved.md, "The clock"): a task arrives at the first
+tick at or after its submit time, as without a waiting policy, and the gate acts at each
+tick before the scheduler (``tick``):
 
 * a task that fits no reserved instance's type, or that LJW or compound believe short
   (estimate < t, 000 §4.2), goes to the cloud at once;
@@ -13,17 +15,21 @@ the replay: per task"), as the pool simulator decides each trace row (``pool.py`
   the cloud if it is still queued b seconds later (000 Eq. 12); SWW and compound queue it
   if its predicted wait is at most b, else send it now (000 §4.1, Eq. 13).
 
-The queue is FCFS and work-conserving: whenever room frees on a reserved instance, every
-queued task that fits starts, in order (the pool's default). "To the cloud" means to the
-scheduler's pending queue: the virtual cluster's scheduler places it at its next tick, on
-spot or on-demand, or (``share=on``, the default) on reserved room the queue leaves
-free. ``share=off`` cordons the reserved instances from the scheduler: the papers'
-pipeline, where the pool and the cloud never meet.
+The queue is FCFS and work-conserving: at each tick, room freed on the reserved
+instances since the last tick goes to the queue first, every queued task that fits
+starting in order (the pool's default); then AJW-T's tasks whose b ran out leave; then
+the tick's arrivals are decided. A wait (``mean_wait_s``, AJW-T's b) counts from the tick
+the task arrived at: the time the policy adds. "To the cloud" means to the scheduler's
+pending queue: the virtual cluster's scheduler places it at the same tick, on spot or
+on-demand, or (``share=on``, the default) on reserved room the queue leaves free.
+``share=off`` cordons the reserved instances from the scheduler: the papers' pipeline,
+where the pool and the cloud never meet.
 
 SWW's and compound's prediction simulates the reserved instances forward from now with
 the replay's runtime estimates (the remaining estimate of what runs there, the estimate
-of what is queued): with the oracle estimator and ``share=off`` it is the pool's oracle.
-One simulation serves an arrival instant's tasks (``stratus.gate_forecast.Forecast``).
+of what is queued), room freed at an estimated end offered at the tick at or after it:
+with the oracle estimator and ``share=off`` it is the pool's oracle on the replay's clock.
+One simulation serves a tick's arrivals (``stratus.gate_forecast.Forecast``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from stratus.base.errors import ConfigError
-from stratus.events import EV_DEPART, EV_DRAIN
+from stratus.events import EV_DEPART
 from stratus.gate_forecast import Forecast, best_index
 
 #: the policies a replay can run (ljw-spec speculates on VMs the pool simulator bills
@@ -115,18 +121,20 @@ def parse_waiting(text: str | None, what: str = "--waiting") -> Waiting | None:
 
 class ReservedGate:
     """The policy's half of the replay: decides each arriving task, keeps the reserved
-    queue, starts queued tasks when reserved room frees. ``act`` holds and starts tasks
-    (the engine, ``stratus.apply.Actuator``); timers and the queue's turn are events on
-    ``kernel``."""
+    queue, starts queued tasks on reserved room freed since the last tick, all at the
+    engine's ticks (``tick``). ``act`` holds and starts tasks (the engine,
+    ``stratus.apply.Actuator``); AJW-T's timers are events on ``kernel``, so that a tick
+    comes when one runs out; ``tick_s``: the engine's tick."""
 
-    def __init__(self, waiting: Waiting, book, cloud, act, kernel) -> None:
+    def __init__(self, waiting: Waiting, book, cloud, act, kernel, tick_s: float) -> None:
         self.policy = waiting
         self.share = waiting.share
         self.book = book
         self.cloud = cloud
         self.act = act
         self.kernel = kernel
-        self._drain_at = math.nan  # the instant a queue turn is scheduled for
+        self.tick_s = tick_s
+        self._due: list[int] = []  # AJW-T tasks whose b ran out since the last tick
         self.reserved: list = []  # the reserved instances, oldest first (set by open())
         # their free room, one row each (kept by ``sync`` whenever the engine holds or
         # frees room on one): best fit is then one vectorized scan, not a Python loop
@@ -152,12 +160,12 @@ class ReservedGate:
         self._grew: set[int] = set()  # rows of reserved instances whose room grew
         self.queue: dict[int, object] = {}  # tid -> task, FCFS (dicts keep order)
         n = book.work.n
-        self.wait = array("d", [math.nan]) * n  # reserved start or departure - submit
-        self.cloud_of = bytearray(n)  # 1: the policy sent it to the cloud
+        self.arrived = array("d", [math.nan]) * n  # the tick each task arrived at
+        self.wait = array("d", [math.nan]) * n  # reserved start or departure - arrival tick
+        self.cloud_of = bytearray(n)  # 1: the policy sent it to the cloud (turned it away)
         self.unfit = 0  # tasks that fit no reserved instance's type
         self.short = 0  # tasks LJW or compound believed short
         self.timeouts = 0  # AJW-T tasks that left after waiting b
-        self.on_reserved_by_scheduler = 0  # cloud tasks the scheduler put on reserved room
 
     def open(self) -> None:
         self.reserved = list(self.cloud.reserved.values())
@@ -182,41 +190,59 @@ class ReservedGate:
 
 
     # --- decisions ---------------------------------------------------------------------
+    def tick(self, tasks, t: float) -> None:
+        """The gate's part of the tick at ``t``, before the scheduler's, in the pool
+        simulator's order at an instant: room freed since the last tick to the queue,
+        then departures (AJW-T's tasks whose b ran out), then the arrivals ``tasks``."""
+        self.drain(t)
+        if self._due:
+            due, self._due = self._due, []
+            for tid in due:
+                self.timeout(tid, t)
+        if tasks:
+            self.arrive(tasks, t)
+
+    def due(self, tid: int) -> None:
+        """AJW-T's timer for ``tid`` ran out: it leaves at the tick at or after now, if
+        still queued after that tick's queue turn."""
+        self._due.append(tid)
+
     def arrive(self, tasks, t: float) -> None:
-        """Decide each task that arrives at ``t`` (000 §3-4; module docstring)."""
+        """Decide each task that arrives at the tick ``t`` (000 §3-4; module docstring)."""
         p = self.policy
         name, b = p.name, p.b
-        submit = self.book.work.submit_list
         est = self.book.est
+        arrived = self.arrived
         # SWW's and compound's forecast of this instant: one simulation, built when first
         # asked and kept as the instant's tasks join the queue (stratus.gate_forecast)
         forecast = None
         for task in tasks:
             tid = task.tid
+            arrived[tid] = t
             if not self._fits_type(task.req):
                 self.unfit += 1
-                self._to_cloud(task, t, submit[tid])
+                self._to_cloud(task, t)
                 continue
             if name in _NEEDS_T and est[tid] < p.t:
                 self.short += 1
-                self._to_cloud(task, t, submit[tid])
+                self._to_cloud(task, t)
                 continue
             inst = self._best_fit(task)
             if inst is not None:
-                self._run(task, inst, t, submit[tid])
+                self._run(task, inst, t)
                 forecast = None  # room taken, not by the queue: simulated again if asked
                 continue
             if name in ("sww", "compound"):
                 if forecast is None:
-                    forecast = Forecast(self, t, b)
+                    forecast = Forecast(self, t, b, self.tick_s)
                 if forecast.wait(task) > b:
-                    self._to_cloud(task, t, submit[tid])
+                    self._to_cloud(task, t)
                     continue
                 self._enqueue(task)
                 forecast.joined(task)
                 continue
             if name == "njw":
-                self._to_cloud(task, t, submit[tid])
+                self._to_cloud(task, t)
                 continue
             self._enqueue(task)
             if name == "ajw-t":
@@ -255,18 +281,12 @@ class ReservedGate:
         return task
 
     def timeout(self, tid: int, t: float) -> None:
-        """AJW-T's timer: a task still queued b after it arrived leaves for the cloud."""
+        """AJW-T: a task still queued b after the tick it arrived at leaves for the cloud
+        (at the tick ``t``, the first at or after then)."""
         task = self._dequeue(tid)
         if task is not None:
             self.timeouts += 1
-            self._to_cloud(task, t, self.book.work.submit_list[tid])
-
-    def freed(self, t: float) -> None:
-        """Room freed on a reserved instance at ``t``: the queue's turn comes once every
-        finish of the instant is in (one event per instant), as in the pool simulator."""
-        if self.queue and self._drain_at != t:
-            self._drain_at = t
-            self.kernel.schedule(t, EV_DRAIN)
+            self._to_cloud(task, t)
 
     def drain(self, t: float) -> None:
         """Every queued task that fits reserved room now starts, in order. Only room that
@@ -276,7 +296,6 @@ class ReservedGate:
         self._grew.clear()
         if not queue or not grew or self._hopeless():
             return
-        submit = self.book.work.submit_list
         rows = np.flatnonzero(self._qlive[:self._qn])
         while True:
             # the queued needs the grown room could take, in FCFS order; after each start
@@ -309,7 +328,7 @@ class ReservedGate:
             else:
                 return
             self._dequeue(task.tid)
-            self._run(task, inst, t, submit[task.tid])
+            self._run(task, inst, t)
             if self._hopeless():
                 return
             rows = rows[pos + 1:]
@@ -350,31 +369,36 @@ class ReservedGate:
             return None
         return self.reserved[k]
 
-    def _run(self, task, inst, t: float, submitted: float) -> None:
-        self.wait[task.tid] = t - submitted
+    def _run(self, task, inst, t: float) -> None:
+        self.wait[task.tid] = t - self.arrived[task.tid]
         self.book.loc[task.tid] = inst
         self.act.hold(inst, task, t)
         self.act.start(task, t)
 
-    def _to_cloud(self, task, t: float, submitted: float) -> None:
-        self.wait[task.tid] = t - submitted
+    def _to_cloud(self, task, t: float) -> None:
+        self.wait[task.tid] = t - self.arrived[task.tid]
         self.cloud_of[task.tid] = 1
         self.book.pending.append(task)
 
     # --- the report ------------------------------------------------------------------
-    def summary(self) -> dict:
-        """As ``stratus waiting simulate`` reports a pool: the split, the on-demand
-        (cloud) fraction and the mean wait over every task decided."""
+    def summary(self, ran_on) -> dict:
+        """The gate's split, as ``stratus waiting simulate`` reports a pool: the tasks it
+        started on reserved room and those it turned away (sent to the scheduler), their
+        share, and the mean wait over every task decided; with ``ran_on`` (the engine's
+        per-task record of where each ran, ``stratus.reserved.ran_where``), how many of
+        those it turned away ran on reserved room all the same (``share=on``)."""
         waits = [w for w in self.wait if w == w]
         n = len(waits)
-        cloud = sum(self.cloud_of)
+        away = sum(self.cloud_of)
+        back = sum(1 for c, r in zip(self.cloud_of, ran_on) if c and r & 1)
         return {"policy": self.policy.name, "b": self.policy.b, "t": self.policy.t,
-                "share": self.share, "tasks_reserved": n - cloud, "tasks_cloud": cloud,
+                "share": self.share, "gate_started_on_reserved": n - away,
+                "gate_turned_away": away,
+                "gate_turned_away_fraction": round(away / n, 6) if n else 0.0,
                 "tasks_unfit_reserved": self.unfit, "tasks_short": self.short,
                 "tasks_timed_out": self.timeouts,
-                "on_demand_fraction": round(cloud / n, 6) if n else 0.0,
                 "mean_wait_s": round(sum(waits) / n, 4) if n else 0.0,
-                "cloud_tasks_on_reserved": self.on_reserved_by_scheduler}
+                "turned_away_ran_on_reserved": back}
 
 
 __all__ = ["REPLAY_POLICIES", "ReservedGate", "Waiting", "parse_waiting"]

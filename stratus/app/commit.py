@@ -169,7 +169,7 @@ def _point(label: str, scale, s: dict) -> dict:
             "cloud_cost_usd": round(s["total_cost_usd"] - commit, 4),
             "reserved_utilization": util.get("cpu"),
             "mean_wait_s": w.get("mean_wait_s"),
-            "on_demand_fraction": w.get("on_demand_fraction"),
+            "ran_on_cloud_fraction": s.get("ran_on_cloud_fraction"),
             "tasks_unfinished": s.get("tasks_unfinished", 0),
             "wall_seconds": s.get("wall_seconds")}
 

@@ -118,18 +118,22 @@ def _bill_points(df) -> list[dict]:
                 cores = res["reserved"] * get_catalog(res["catalog"])[res["server_type"]].vcpu
             over = (res.get("cloud") or "smallest-vm").split(" ")[0]
             series = f"{pol}, overflow {over} (pipeline)"
+            cloud = res.get("on_demand_fraction")  # the pipeline: each job runs where sent
         elif cmd == "replay" and isinstance(res.get("waiting"), dict) and res.get("reserved"):
             pol = res["waiting"]["policy"]
             opt = row.get("opt_catalog")  # (NaN where a row has none)
             cat = opt if isinstance(opt, str) else "m4"
             cores = _vcpus(res["reserved"], cat)
             series = f"{pol}, overflow {res['scheduler']} (unified)"
+            # what ran on rented instances, by the instances' records (not the gate's split)
+            cloud = res.get("ran_on_cloud_fraction")
         else:
             continue
         if pol in BILL_POLICIES:  # by the label as written: the figure's own axes vary
             out.append({"trace_label": row.get("trace_group", row["trace_label"]),
                         "window": window_key(row), "series": series,
-                        "vcpus": float(cores), "bill": float(res["total_cost_usd"])})
+                        "vcpus": float(cores), "bill": float(res["total_cost_usd"]),
+                        "cloud": float("nan") if cloud is None else float(cloud)})
     return out
 
 
@@ -155,7 +159,8 @@ def commitment_figures(df) -> list[Figure]:
                 st = _stat(gv["bill"])
                 line.append((v, st))
                 rows.append({"series": name, "reserved vCPUs": f"{v:g}",
-                             "total bill $": _fmt(st, 2)})
+                             "total bill $": _fmt(st, 2),
+                             "tasks run on cloud": _fmt(_stat(gv["cloud"]), 1, pct=True)})
             series[name] = line
 
         def draw(path, sr=series, label=label):

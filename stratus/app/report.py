@@ -74,6 +74,18 @@ def summary_table(s: dict) -> str:
         rows.append(("reserved (in acquired)", f"{s['reserved']} ({s['reserved_instances']:,} "
                                                f"instance{'s' * (s['reserved_instances'] != 1)}"
                                                f", ${s['reserved_cost_usd']:,.2f})"))
+        if "tasks_ran_on_cloud" in s:  # what ran where, by the instances' own records
+            rows.append(("tasks ran on reserved / cloud / both",
+                         f"{s['tasks_ran_on_reserved']:,} / {s['tasks_ran_on_cloud']:,} / "
+                         f"{s['tasks_ran_on_both']:,} ({s['ran_on_cloud_fraction']:.1%} "
+                         f"used a cloud instance)"))
+    w = s.get("waiting")
+    if w:  # the gate's split: where it sent each task, not where the task ran
+        rows.append((f"waiting gate ({w['policy']}, share {'on' if w['share'] else 'off'})",
+                     f"started {w['gate_started_on_reserved']:,} on reserved, turned away "
+                     f"{w['gate_turned_away']:,} ({w['gate_turned_away_fraction']:.1%}; "
+                     f"{w['turned_away_ran_on_reserved']:,} of them ran on reserved "
+                     f"room); mean wait {w['mean_wait_s']:,.1f} s"))
     if s.get("savings_plan_usd_per_hour"):  # --savings-plan: its commitment and use
         rows.append(("savings plan ($/h:discount)",
                      f"{s['savings_plan']} (committed ${s['savings_plan_commitment_usd']:,.2f}"

@@ -60,6 +60,9 @@ def test_both_sweep_commands_feed_the_bill_against_reserved_figure(tmp_path, cap
                       "ajw-t, overflow smallest-vm (pipeline)",
                       "njw, overflow stratus (unified)", "ajw-t, overflow stratus (unified)"}
     assert {r["reserved vCPUs"] for r in fig.table} == {"8", "16"}  # ljw is not drawn
+    # what ran on rented instances: the pool's share, the unified replay's ran-where
+    # count (issue 36, item 4: not the gate's split)
+    assert all(r["tasks run on cloud"].endswith("(n=1)") for r in fig.table), fig.table
     out = tmp_path / "report"
     assert main(["report", str(res), "-o", str(out)]) == 0
     assert (out / f"{fig.name}.png").stat().st_size > 0

@@ -129,3 +129,23 @@ def test_the_api_replays_with_reserved_instances():
                          reserved_discount=0.5)
     assert res.summary["reserved_instances"] == 1
     assert "reserved" in set(res.instances["market"])
+
+
+def test_the_table_says_what_ran_where_beside_the_gates_split(capsys):
+    """Issue 36, item 4: LJW with a huge t turns every task away; with share=on the
+    scheduler still runs many on the reserved instance. The table gives both counts, as
+    the summary does."""
+    args = ["replay", "--trace", TRACE, "--scheduler", "first-fit", "--market", "on-demand",
+            "--reserved", "m4.10xlarge:1", "--waiting", "ljw:t=1e9", "--no-progress"]
+    code, out, err = run_cli(capsys, *args, "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    w = s["waiting"]
+    assert w["gate_turned_away"] == s["tasks"] and w["gate_turned_away_fraction"] == 1.0
+    assert w["turned_away_ran_on_reserved"] > 0 and s["ran_on_cloud_fraction"] < 1.0
+    code, table, _ = run_cli(capsys, *args)
+    assert code == 0
+    assert (f"{s['tasks_ran_on_reserved']:,} / {s['tasks_ran_on_cloud']:,} / "
+            f"{s['tasks_ran_on_both']:,}") in table
+    assert (f"turned away {w['gate_turned_away']:,} (100.0%; "
+            f"{w['turned_away_ran_on_reserved']:,} of them ran on reserved") in table

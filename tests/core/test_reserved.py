@@ -30,11 +30,10 @@ TYPES = [t.name for t in M4]
 
 
 def check_reserved(trace, e, res, reserved, discount=None) -> None:
-    """Reserved instances: one per count, up from the first tick (under a waiting policy:
-    the first arrival) to the replay's end, each billed exactly horizon x rate; nothing
-    migrated off them by a policy."""
-    t0 = (first_tick(trace, e.cfg.tick_s) if e.cfg.waiting is None
-          else trace.column("submit_s").min())
+    """Reserved instances: one per count, up from the first tick (with or without a
+    waiting policy: one clock) to the replay's end, each billed exactly horizon x rate;
+    nothing migrated off them by a policy; what ran where as the run segments say."""
+    t0 = first_tick(trace, e.cfg.tick_s)
     end = e.now
     insts = [i for i in res.audit["instances"].values() if i.market == RESERVED]
     assert sorted(i.itype.name for i in insts) == sorted(n for n, k in reserved
@@ -52,6 +51,29 @@ def check_reserved(trace, e, res, reserved, discount=None) -> None:
     assert s["instances_acquired"] == len(res.audit["instances"])
     ids = {i.iid for i in insts}
     assert not [m for m in res.audit["migrations"] if m[1] in ids], "moved off a reserved one"
+    check_ran_where(res)
+
+
+def ran_where_from_records(res) -> tuple[dict[int, set], dict]:
+    """Per task, the markets of the instances its run segments were on (the instances'
+    own records, not the engine's tally), and the counts the summary should give."""
+    markets = {i.iid: i.market for i in res.audit["instances"].values()}
+    on: dict[int, set] = {}
+    for tid, iid, _start, _end in res.audit["segments"]:
+        on.setdefault(tid, set()).add("r" if markets[iid] == RESERVED else "c")
+    count = {"tasks_ran_on_reserved": sum(v == {"r"} for v in on.values()),
+             "tasks_ran_on_cloud": sum(v == {"c"} for v in on.values()),
+             "tasks_ran_on_both": sum(v == {"r", "c"} for v in on.values())}
+    return on, count
+
+
+def check_ran_where(res) -> None:
+    on, count = ran_where_from_records(res)
+    s = res.summary
+    assert {k: s[k] for k in count} == count
+    used_cloud = count["tasks_ran_on_cloud"] + count["tasks_ran_on_both"]
+    assert s["ran_on_cloud_fraction"] == pytest.approx(used_cloud / max(1, len(on)),
+                                                       abs=1e-6)
 
 
 #: no waiting policy (the scheduler fills reserved room first), or one at the door
@@ -78,7 +100,12 @@ def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trac
     check_reserved(trace, e, res, reserved)
     if waiting is not None:
         w = res.summary["waiting"]
-        assert w["tasks_reserved"] + w["tasks_cloud"] == len(trace.frame)
+        assert w["gate_started_on_reserved"] + w["gate_turned_away"] == len(trace.frame)
+        on, _ = ran_where_from_records(res)
+        away = [tid for tid, c in enumerate(e.gate.cloud_of) if c]
+        assert w["turned_away_ran_on_reserved"] == sum("r" in on.get(t, ()) for t in away)
+        kept = set(range(len(trace.frame))) - set(away)  # the gate's: reserved only
+        assert all(on.get(t, {"r"}) == {"r"} for t in kept)
         assert not e.gate.queue, "a task left in the reserved queue"
 
 

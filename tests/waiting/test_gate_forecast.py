@@ -81,28 +81,30 @@ def pools(draw):
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=pools(), limit=st.sampled_from([0.0, 25.0, 100.0, 300.0, 1e9]),
-       joins=st.lists(st.booleans(), min_size=12, max_size=12))
-def test_the_incremental_forecast_is_the_reference_simulation(case, limit, joins):
+       joins=st.lists(st.booleans(), min_size=12, max_size=12),
+       tick=st.sampled_from([0.0, 0.0, 25.0, 60.0]))
+def test_the_incremental_forecast_is_the_reference_simulation(case, limit, joins, tick):
     """Each task of a burst in turn: the same wait as a whole simulation with the queue as
     it is then; the tasks with a finite wait join the queue (or, at random, are sent
     away: a forecast left without ``joined`` is dropped, as the gate drops it); and what
-    the forecast holds is what one built anew with that queue holds."""
+    the forecast holds is what one built anew with that queue holds. With a tick (room
+    offered at the tick at or after an end, the replay's clock) or without."""
     gate, burst = case
-    fc = Forecast(gate, T0, limit)
+    fc = Forecast(gate, T0, limit, tick)
     for task, join in zip(burst, joins):
-        want = reference_wait(gate, task, T0, limit)
+        want = reference_wait(gate, task, T0, limit, tick)
         assert fc.wait(task) == want
         if want <= limit and join:
             gate.queue[task.tid] = task
             fc.joined(task)
-            assert _state(fc) == _state(_whole(gate, T0, limit), fc.valid)  # anew
+            assert _state(fc) == _state(_whole(gate, T0, limit, tick), fc.valid)  # anew
         elif want <= limit:
-            fc = Forecast(gate, T0, limit)  # asked, then sent on: the gate starts over
+            fc = Forecast(gate, T0, limit, tick)  # asked, then sent on: starts over
 
 
-def _whole(gate, t, limit):
+def _whole(gate, t, limit, tick=0.0):
     """A forecast simulated to its end at once (it simulates only as far as asked)."""
-    fc = Forecast(gate, t, limit)
+    fc = Forecast(gate, t, limit, tick)
     fc._simulate(0)
     return fc
 
@@ -249,3 +251,25 @@ def test_a_burst_is_answered_from_one_simulation():
     assert (len(built), simulated) == (1, [0])
     assert got == run(ReferenceForecast)
     assert sum(got[0]) > 0 and sum(got[0]) < 200  # some wait, some go on
+
+
+def test_sww_predicts_the_wait_on_the_replays_clock():
+    """Issue 36, item 4: room freed at 100 is offered at the tick at 120, so a task that
+    arrives at the tick at 60 waits 60 s, not 40. SWW with b = 50 sends it on; with b = 60
+    it waits, and waits exactly what it was told."""
+    from stratus.app.registry import make_scheduler
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.waiting_gate import parse_waiting
+
+    trace = make_trace([(0, 0, 0, 100, 8.0, 8.0), (1, 0, 10, 600, 8.0, 8.0)])
+
+    def gate(waiting):
+        cfg = ReplayConfig(tick_s=60.0, spinup_s=(0.0, 0.0), market="on-demand",
+                           reserved=(("m4.2xlarge", 1),), reserved_discount=0.6,
+                           waiting=parse_waiting(waiting))
+        eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
+        eng.run()
+        return list(eng.gate.cloud_of), list(eng.gate.wait)
+
+    assert gate("sww:b=50,share=off") == ([0, 1], [0.0, 0.0])
+    assert gate("sww:b=60,share=off") == ([0, 0], [0.0, 60.0])
