@@ -207,6 +207,7 @@ class Mirror(Engine):
         self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
         self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
         self.gate = None
+        self.ran_on = None  # what ran where: reserved instances only (refused above)
         self.ticks = 0
         self.on_decisions = None
         self.start_s = t0
