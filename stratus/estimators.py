@@ -14,6 +14,7 @@ replay: it learns on the copy, and the caller's object keeps what it had, a warm
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -80,6 +81,28 @@ class NoisyEstimator(Estimator):
         return [max(t.runtime * float(f[t.tid]), MIN_ESTIMATE_S) for t in tasks]
 
 
+class RequestedEstimator(Estimator):
+    """The user's requested runtime (``estimate_s``: SWF's requested time, a generic CSV's
+    estimate column), as the user gave it: usually a limit, so long."""
+
+    name = "requested"
+
+    def bind(self, trace) -> None:
+        frame = getattr(trace, "frame", None)
+        if frame is not None and "estimate_s" not in frame.columns:
+            raise ConfigError(f"{getattr(trace, 'name', 'trace')}: the requested estimator needs "
+                              f"a trace with estimate_s (SWF's requested time, or a generic "
+                              f"CSV's estimate_s)")
+
+    def predict(self, tasks: Sequence[Task]) -> list[float]:
+        out = []
+        for t in tasks:
+            if t.user_estimate is None:
+                raise ConfigError("the requested estimator needs every task's estimate_s")
+            out.append(max(t.user_estimate, MIN_ESTIMATE_S))
+        return out
+
+
 def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
     """(submit, end if run at once, tasks) per job of a canonical frame, by submit time
     (jobs submitted at the same time: in order of their first row); tasks in row order."""
@@ -106,7 +129,9 @@ def trace_jobs(frame) -> list[tuple[float, float, list[Task]]]:
     reqs = zip(*(units[:, d].tolist() for d in range(units.shape[1])))  # tuples of ints
     tasks = list(map(Task, range(n), job.tolist(), frame["task_id"].tolist(), sub.tolist(),
                      rt.tolist(), reqs, map(str, frame["user"].tolist()),
-                     map(str, frame["job_name"].tolist()), frame["priority"].tolist()))
+                     map(str, frame["job_name"].tolist()), frame["priority"].tolist(),
+                     frame["estimate_s"].tolist() if "estimate_s" in frame.columns
+                     else repeat(None)))
     grouped = [tasks[i] for i in order.tolist()]
     by_submit = np.argsort(job_sub, kind="stable").tolist()  # stable, as sorted() is
     job_sub, job_end = job_sub.tolist(), job_end.tolist()

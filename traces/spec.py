@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 
@@ -65,6 +65,34 @@ def warmup_hours(arg: str | float | None, window_h: float) -> float:
     return hours
 
 
+#: formats whose loader cuts a window itself (options: start, end or hours, in seconds)
+LOADER_WINDOWS = {"google2011": ("window_start_s", "window_end_s", "window_hours")}
+
+
+def format_window(fmt: str):
+    """For a format that cuts windows in its loader: (the format without its window
+    options, (start, end) the options name in seconds; (None, None) when none is given).
+    None for other formats."""
+    from stratus.traces.loaders import parse_format
+
+    name, options = parse_format(fmt)
+    keys = LOADER_WINDOWS.get(name)
+    if keys is None:
+        return None
+    k_start, k_end, k_hours = keys
+    rest = [(k, v) for k, v in parse_qsl(fmt.partition("?")[2], keep_blank_values=True)
+            if k not in keys]
+    base = name + ("?" + urlencode(rest) if rest else "")
+    if not any(options.get(k) not in (None, "") for k in keys):
+        return base, (None, None)
+    from stratus.traces.loaders import format_module
+
+    opts = format_module(name).parse_options(options)  # checked: one error line if bad
+    start = 0.0 if opts.start_us is None else opts.start_us / 1e6
+    end = float("inf") if opts.end_us is None else opts.end_us / 1e6
+    return base, (start, end)
+
+
 def guess_format(path: Path) -> str:
     name = path.name.lower()
     if name.endswith((".parquet", ".pq")):
@@ -94,6 +122,7 @@ class TraceSource:
                 raise TraceError(f"{spec}: no such file (a trace is a path or synthetic:NAME)")
             check_input(self.path)
             self.fmt = fmt or guess_format(self.path)
+        self.fmt_window = None if self.synthetic else format_window(self.fmt)
         self._full: Trace | None = None
         self.reported = False  # whether its load report was said (stratus.app.session)
 
@@ -102,6 +131,7 @@ class TraceSource:
         """A trace already in memory as a source: windows are cut from it as from a file."""
         src = cls.__new__(cls)
         src.spec, src.seed, src.cache, src.synthetic = trace.name, None, None, False
+        src.fmt_window = None
         src._full = trace
         return src
 
@@ -150,12 +180,26 @@ class TraceSource:
             if start is not None:
                 params["start_s"] = str(start)
             return generate(self.name, **params)
-        full = self.full()
         if start is None and hours is None:
-            return full
+            return self.full()
         s = self.origin() if start is None else float(start)
         end = s + float(hours) * 3600.0 if hours is not None else float("inf")
-        return full.window(s, end, inside=True)
+        if self.fmt_window is not None:
+            return self.loader_window(s, end)
+        return self.full().window(s, end, inside=True)
+
+    def loader_window(self, start: float, end: float) -> Trace:
+        """Jobs in [start, end) as the format's own loader cuts them (its window options):
+        a window written as --start/--hours and the same window written in the format are
+        one load, so one run (docs/decisions.md, "One window")."""
+        base, opts = self.fmt_window
+        if (start, end) == opts:
+            return self.full()
+        from stratus.traces.cache import load
+
+        lo = max(0.0, start)
+        query = f"window_start_s={lo!r}" + ("" if end == float("inf") else f"&window_end_s={end!r}")
+        return load(self.path, base + ("&" if "?" in base else "?") + query, self.cache)
 
     def slice(self, k: int, n: int = 20, hours: float | None = None) -> tuple[float, float]:
         """(start, hours) of seeded random slice ``k`` of ``n``: of a file trace's span, or
@@ -175,6 +219,11 @@ class TraceSource:
         begin = self.origin() if start is None else float(start)
         if self.synthetic:
             return self.window(begin - hours * 3600.0, hours)
+        if self.fmt_window is not None:
+            if begin <= 0:
+                return None
+            hist = self.loader_window(begin - hours * 3600.0, begin)
+            return hist if len(hist) else None
         hist = self.full().window(begin - hours * 3600.0, begin, inside=True)
         return hist if len(hist) else None
 

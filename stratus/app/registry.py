@@ -24,7 +24,7 @@ from stratus.app.schedulers import (
     register,
 )
 from stratus.base.errors import ConfigError
-from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator
+from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator, RequestedEstimator
 
 ENTRY_POINT_GROUP = "stratus.schedulers"
 __all__ = ["COST_MODEL", "COST_MODELS", "ENTRY_POINT_GROUP", "POLICY", "SCHEDULERS", "Option",
@@ -171,8 +171,10 @@ def make_scheduler(name: str):
 def _history(arg: str | None, seed: int) -> Estimator:
     from stratus.history import HistoryEstimator
 
-    if arg:
-        raise ConfigError(f"history estimator takes no argument, got {arg!r}")
+    if arg:  # options where the paper is silent (stratus.history_options)
+        from stratus.history_options import HistoryOptionsEstimator
+
+        return HistoryOptionsEstimator(tuple(arg.split("+")))
     return HistoryEstimator()
 
 
@@ -189,6 +191,7 @@ ESTIMATORS: dict[str, Callable[[str | None, int], Estimator]] = {
     "oracle": lambda arg, seed: OracleEstimator(),
     "noisy": lambda arg, seed: NoisyEstimator(_parse_h(arg), seed),
     "history": _history,
+    "requested": lambda arg, seed: RequestedEstimator(),
 }
 
 

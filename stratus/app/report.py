@@ -40,6 +40,16 @@ def _f3(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _estimator_text(s: dict) -> str:
+    """A learning estimator's warm-up (hours, jobs) and its error over the replay."""
+    err = s["estimator_error"]
+    h, n = s.get("estimator_warmup_hours", 0.0), s.get("estimator_warmup_jobs", 0)
+    warm = f"{h:g} h, {n:,} jobs" + (" (cold start)" if not n else "")
+    mal = err.get("median_abs_log_ratio")
+    return warm + (f" / median |log(est/actual)| {mal:.3f} over {err['jobs']:,} jobs"
+                   if mal is not None else " / no job finished")
+
+
 def summary_table(s: dict) -> str:
     u, lat = s["utilization"], s["latency"]
     ratio = s["total_cost_usd"] / s["lower_bound_cost_usd"] if s.get("lower_bound_cost_usd") else None
@@ -47,6 +57,7 @@ def summary_table(s: dict) -> str:
         ("scheduler", s["scheduler"]),
         ("trace", s["trace"]),
         ("market / estimator", f"{s['market']} / {s['estimator']}"),
+        *([("estimator warm-up / error", _estimator_text(s))] if "estimator_error" in s else []),
         ("tasks completed", f"{s['tasks_completed']:,} / {s['tasks']:,} ({s['jobs']:,} jobs)"),
         *([("tasks unfinished", f"{s['tasks_unfinished']:,} ({s['ended_early']})")]
           if s.get("ended_early") else []),

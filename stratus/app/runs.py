@@ -85,10 +85,23 @@ def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[
     if progress and ProgressBar.wanted():
         cfg.progress = ProgressBar(sched.name)
     res = Engine(trace, sched.factory(), cfg).run()
-    if est.learns_online and warmup_h is not None:
-        res.summary["estimator_warmup_hours"] = round(max(0.0, warmup_h), 4)
+    if est.learns_online:
+        # a window with no way back to its history (a trace cut in memory) has none
+        res.summary["estimator_warmup_hours"] = round(max(0.0, warmup_h or 0.0), 4)
+        say_cold_start(res.summary)
     warn_unfinished(res.summary)
     return res
+
+
+def say_cold_start(summary: dict) -> None:
+    """One line on stderr for a replay whose learning estimator trained on no job before
+    the window: its first estimates are its cold-start guesses, and nothing else says so."""
+    if summary.get("estimator_warmup_jobs", 0) == 0 and "estimator_error" in summary:
+        h = summary.get("estimator_warmup_hours", 0.0)
+        why = ("--warmup-hours 0" if not h else
+               f"no job finished in the {h:g} h before the window (--warmup-hours)")
+        print(f"stratus: note: {summary['scheduler']}: the {summary['estimator']} estimator "
+              f"starts cold ({why})", file=sys.stderr, flush=True)
 
 
 def warn_unfinished(summary: dict) -> None:

@@ -29,12 +29,22 @@ class Session:
         self.source = source or TraceSource(spec.trace, spec.format, spec.seed,
                                             spec.trace_cache())
         k = spec.slice if slice_ is None else slice_
+        written = format_written(self.source)
+        if written is not None and (k is not None or spec.start is not None
+                                    or spec.hours is not None):
+            raise ConfigError(f"{spec.format}: the format's window options and "
+                              f"{'--slice' if k is not None else '--start/--hours'} both name "
+                              f"the window; give it one way")
         if k is not None:
             self.start, self.hours = self.source.slice(k, spec.slices or 20, spec.hours)
+        elif written is not None:  # the same window as --start/--hours, warm-up included
+            self.start, self.hours = written
         else:
             self.start, self.hours = spec.start, spec.hours
         self.trace = self.source.window(self.start, self.hours)
-        check_window(self.trace, self.source, self.start, self.hours,
+        # (a format-written window is named in messages as it was written)
+        self.cut = (None, None) if written is not None else (self.start, self.hours)
+        check_window(self.trace, self.source, *self.cut,
                      None if k is None else (k, spec.slices or 20))
         self._history = None
         self._history_loaded = False
@@ -80,11 +90,23 @@ class Session:
         from stratus.traces.schema import fit_to_catalog
 
         trace = fit_to_catalog(self.trace, get_catalog(catalog), drop_oversized)
-        where = "" if self.start is None and self.hours is None else (
-            f" (window from {self.start or 0:,.0f} s"
-            + (f", {self.hours:g} h)" if self.hours is not None else ")"))
+        start, hours = self.cut
+        where = "" if start is None and hours is None else (
+            f" (window from {start or 0:,.0f} s"
+            + (f", {hours:g} h)" if hours is not None else ")"))
         self._say(fit_lines(self.trace, trace, where))
         return trace
+
+
+def format_written(source) -> tuple[float, float | None] | None:
+    """(start, hours) of a window written in the format's options (``google2011?
+    window_start_s=...``), None when the format names none: the window a replay takes
+    as if given by --start/--hours, so that its estimator warms up the same."""
+    fw = getattr(source, "fmt_window", None)
+    if fw is None or fw[1] == (None, None):
+        return None
+    start, end = fw[1]
+    return start, (None if end == float("inf") else (end - start) / 3600.0)
 
 
 def check_window(trace, source, start: float | None, hours: float | None,

@@ -110,7 +110,8 @@ def test_a_window_of_a_loaded_window_has_no_history():
     assert loaded.origin is not None
     assert loaded.window(5000, 9000).origin is None
     summary = stratus.replay(loaded.window(5000, 9000), seed=1).summary
-    assert summary["estimator_warmup_jobs"] == 0 and "estimator_warmup_hours" not in summary
+    # (the warm-up is in every learning replay's summary: none, here)
+    assert summary["estimator_warmup_jobs"] == 0 and summary["estimator_warmup_hours"] == 0
 
 
 def test_a_pickled_window_keeps_its_way_back_not_its_history():
@@ -134,3 +135,49 @@ def test_a_synthetic_trace_from_python_replays_as_its_spec(capsys):
     b = stratus.replay(spec, seed=1).summary
     _same(a, b, _cli(capsys, spec, None, {}))
     assert a["estimator_warmup_jobs"] > 0
+
+
+# a Google 2011 window written in the format's options, and the same with --start/--hours
+WRITTEN = {"google2011-fixture": (str(FIXTURES / "google2011" / "basic"), 3000, 3)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", WRITTEN)
+def test_a_window_written_in_the_format_is_the_start_hours_window(capsys, kind):
+    """Issue 36: ``google2011?window_start_s=S&window_hours=H`` warmed no estimator while
+    ``--start S --hours H`` did. One window, one run: the same tasks, cost and warm-up,
+    from the CLI and from Python."""
+    trace, start, hours = WRITTEN[kind]
+    written = f"google2011?window_start_s={start}&window_hours={hours}"
+    a = _cli(capsys, trace, written, {})
+    b = _cli(capsys, trace, "google2011", {"start": start, "hours": hours})
+    c = stratus.replay(stratus.load_trace(trace, format=written, seed=1), seed=1).summary
+    _same(a, b, c)
+    assert a["estimator_warmup_jobs"] > 0 and a["estimator_warmup_hours"] == max(1.0, hours)
+
+
+def test_a_window_written_twice_is_refused_in_one_line(capsys):
+    trace = str(FIXTURES / "google2011" / "basic")
+    argv = ["replay", "--trace", trace, "--format", "google2011?window_start_s=3000&window_hours=3",
+            "--start", "3000", "--hours", "3", "--json"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--start/--hours both name the window" in err[0], err
+
+
+def test_a_cold_replay_says_so_in_one_line_and_a_warm_one_does_not(capsys):
+    trace, fmt, window = KINDS["umass-csv"]
+    cold = _cli(capsys, trace, fmt, window, "--warmup-hours", "0")
+    capsys.readouterr()
+    assert main(["replay", "--trace", trace, "--format", fmt, "--start", "4000", "--hours", "2",
+                 "--seed", "1", "--no-progress", "--warmup-hours", "0"]) == 0
+    out, err = capsys.readouterr()
+    lines = [x for x in err.splitlines() if "starts cold" in x]
+    assert lines == ["stratus: note: stratus: the history estimator starts cold "
+                     "(--warmup-hours 0)"], err
+    assert "0 h, 0 jobs (cold start)" in out  # the report's warm-up row
+    assert cold["estimator_warmup_jobs"] == 0 and cold["estimator_warmup_hours"] == 0.0
+    main(["replay", "--trace", trace, "--format", fmt, "--start", "4000", "--hours", "2",
+          "--seed", "1", "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert "starts cold" not in err and json.loads(out)["estimator_warmup_jobs"] == 2

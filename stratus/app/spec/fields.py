@@ -178,7 +178,7 @@ def _estimator(v):
     if v is None:
         return None
     if not isinstance(v, str):
-        raise Bad(f"takes oracle, noisy:H or history, got {v!r}")
+        raise Bad(f"takes oracle, noisy:H, requested or history[:OPTS], got {v!r}")
     from stratus.app.registry import make_estimator
 
     make_estimator(v, 0)

@@ -114,8 +114,9 @@ class CloudSpec(WindowSpec, SpotPrices):
     market: str = opt("spot", _market,
                       help="market for acquisitions: spot (bid = on-demand) or on-demand")
     estimator: str | None = opt(None, _estimator,
-                                help="oracle, noisy:H or history (default: the scheduler's, "
-                                     "else oracle)")
+                                help="oracle, noisy:H, requested, history or history:OPTS "
+                                     "(censored, cold, requested, '+'-joined; default: the "
+                                     "scheduler's, else oracle)")
     warmup_hours: str = opt("auto", _warmup, metavar="H|auto",
                             help="history a learning estimator trains on before the window "
                                  "(auto: the window's length, 1 to 24 hours)")
@@ -301,7 +302,8 @@ def slice_plan(s: WindowSpec) -> list[int | None]:
 @dataclass(frozen=True, kw_only=True)
 class EstimateSpec(WindowSpec):
     command: ClassVar[str] = "estimate"
-    estimator: str = opt("history", _estimator, help="oracle, noisy:H or history")
+    estimator: str = opt("history", _estimator,
+                         help="oracle, noisy:H, requested, history or history:OPTS")
     warmup_hours: str = opt("auto", _warmup, metavar="H|auto",
                             help="history a learning estimator trains on before the window")
 
