@@ -57,15 +57,28 @@ def replay_recorded(spec, fitted, history, warmup_h):
     return res, cfg.catalog
 
 
+def full_history(spec, trace: str, start: float, hours: float):
+    """The warm-up history cut from the whole trace (format ``google2011`` without a
+    window): the jobs that ran to completion in the ``hours`` before ``start``. The
+    format's own window holds only the window's jobs, so its history is empty."""
+    from stratus.traces.spec import TraceSource
+
+    hist = TraceSource(trace, "google2011", spec.seed, spec.trace_cache()).history(start, hours)
+    return lambda: hist
+
+
 def run_window(trace: str, start: float, hours: float, schedulers: list[str], seed: int,
-               options: dict) -> dict:
+               options: dict, warm_full: bool = False) -> dict:
     from stratus.app import spec as S
     from stratus.app.api import _window
 
     base = {"trace": trace, "format": window_format(start, hours), "seed": seed, **options}
     spec = S.ReplaySpec.build({**base, "scheduler": schedulers[0]})
     fitted, history, warmup_h = _window(spec, trace)
-    out = {"start_s": start, "hours": hours, "format": base["format"], "runs": {}}
+    if warm_full:
+        history = full_history(spec, trace, start, warmup_h)
+    out = {"start_s": start, "hours": hours, "format": base["format"],
+           "warmup_from": "full trace" if warm_full else "window format", "runs": {}}
     for name in schedulers:
         spec = S.ReplaySpec.build({**base, "scheduler": name})
         t0 = time.perf_counter()
@@ -145,7 +158,8 @@ def causes_table(doc: dict) -> list[str]:
 def estimate_table(doc: dict) -> list[str]:
     head = ["window", "tasks in a lower bin (vCPU-s share)", "in a higher bin (vCPU-s)",
             "job-mean estimate: lower / higher", "stratus migrations (past estimate)",
-            "oracle migrations", "stratus cleared", "oracle cleared"]
+            "oracle migrations", "stratus cleared (all / some / none past estimate)",
+            "oracle cleared"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for w in doc["windows"]:
         s = w["runs"].get("stratus")
@@ -156,12 +170,15 @@ def estimate_table(doc: dict) -> list[str]:
         m = s["migrations"]
         om = f"{o['migrations']['migrations']:,}" if o else "-"
         oc = f"{o['summary'].get('instances_cleared') or 0:,}" if o else "-"
+        c = s.get("cleared", {})
+        sc = (f"{s['summary'].get('instances_cleared') or 0:,} ({c.get('all_past_estimate', '-')}"
+              f" / {c.get('some_past_estimate', '-')} / {c.get('none_past_estimate', '-')})")
         lines.append(
             f"| {w['start_s']:g}, {w['hours']:g} | {_pct(a['placed_lower'])} "
             f"({_pct(a['weight_lower'])}) | {_pct(a['placed_higher'])} "
             f"({_pct(a['weight_higher'])}) | {_pct(a.get('jobmean_lower'))} / "
             f"{_pct(a.get('jobmean_higher'))} | {m['migrations']:,} ({m['past_estimate']:,}) | "
-            f"{om} | {s['summary'].get('instances_cleared') or 0:,} | {oc} |")
+            f"{om} | {sc} | {oc} |")
     return lines
 
 
@@ -213,9 +230,22 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--estimator", default=None,
                     help="--estimator for every replay (default: each scheduler's own)")
-    ap.add_argument("--out-json", type=Path, required=True)
+    ap.add_argument("--warmup-from-full", action="store_true",
+                    help="warm a learning estimator up on the jobs before the window in the "
+                    "whole trace (the window format's own history is empty)")
+    ap.add_argument("--out-json", type=Path,
+                    help="write every number here (required unless --from-json)")
+    ap.add_argument("--from-json", type=Path,
+                    help="no replays: write --out-md from an earlier --out-json")
     ap.add_argument("--out-md", type=Path)
     args = ap.parse_args(argv)
+    if args.from_json:
+        if not args.out_md:
+            ap.error("--from-json needs --out-md")
+        args.out_md.write_text(markdown(json.loads(args.from_json.read_text())))
+        return 0
+    if not args.out_json:
+        ap.error("--out-json is required")
     schedulers = [s for s in args.schedulers.split(",") if s]
     options = {"estimator": args.estimator} if args.estimator else {}
     doc = {"command": "python benchmarks/windows_gap.py " + " ".join(
@@ -223,7 +253,7 @@ def main(argv=None) -> int:
         "schedulers": schedulers, "windows": []}
     for start, hours in parse_windows(args.windows):
         doc["windows"].append(run_window(args.trace, start, hours, schedulers, args.seed,
-                                         options))
+                                         options, args.warmup_from_full))
         args.out_json.write_text(json.dumps(doc, indent=1))  # what is done so far
     if args.out_md:
         args.out_md.write_text(markdown(doc))

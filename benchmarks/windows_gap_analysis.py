@@ -13,7 +13,8 @@ with ``record=True`` (its audit logs) and the trace it replayed.
   [2^(k-1), 2^k) s), how far the estimate the task was placed with was off, and the
   share of tasks placed in a lower (under) or higher (over) bin than their runtime's.
 - ``migration_causes``: migrations, and those begun after the task had outrun its
-  estimate (``migrations_past_estimate`` of the tasks table).
+  estimate (``migrations_past_estimate`` of the tasks table); ``clearing_causes``: the
+  instances tasks were moved off, by whether the tasks moved had outrun their estimates.
 """
 
 from __future__ import annotations
@@ -202,6 +203,22 @@ def migration_causes(tasks) -> dict:
             "tasks_moved_past_estimate": int((past > 0).sum())}
 
 
+def clearing_causes(mig_log, t_over: np.ndarray) -> dict:
+    """Instances tasks were migrated off (for Stratus: the instances clearing emptied,
+    §3.4), by whether every task moved off had outrun its estimate when its transfer
+    began, some had, or none had. ``mig_log``: the audit's (tid, src, dst, start, end)."""
+    by_src: dict[int, list[bool]] = defaultdict(list)
+    for tid, src, _, start, _ in mig_log or ():
+        by_src[src].append(bool(t_over[tid] < start))
+    out = {"instances": len(by_src), "all_past_estimate": 0, "some_past_estimate": 0,
+           "none_past_estimate": 0}
+    for flags in by_src.values():
+        key = ("all_past_estimate" if all(flags) else
+               "some_past_estimate" if any(flags) else "none_past_estimate")
+        out[key] += 1
+    return out
+
+
 def analyse(res, trace, catalog) -> dict:
     """The breakdown of one recorded replay of ``trace`` (the fitted window it replayed)."""
     audit = res.audit
@@ -225,7 +242,8 @@ def analyse(res, trace, catalog) -> dict:
         "tasks_migrated", "estimator_warmup_hours", "estimator_warmup_jobs",
         "estimator_error", "billed_breakdown", "utilization", "latency")},
         "bill_by_cause_usd": bill, "bill_resource": names[dim],
-        "migrations": migration_causes(res.tasks)}
+        "migrations": migration_causes(res.tasks),
+        "cleared": clearing_causes(audit.get("migrations"), t_over)}
     if s.get("estimator") != "oracle":
         out["estimate_error"] = estimate_error_by_bin(runtime, est, cpu * runtime,
                                                       f["job_id"].to_numpy())

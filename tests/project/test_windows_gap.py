@@ -94,3 +94,13 @@ def test_estimate_error_by_bin_counts_lower_and_higher_bins(gap):
     out = gap.estimate_error_by_bin(runtime, est, np.ones(4), np.array([1, 1, 2, 3]))
     assert out["all"]["placed_lower"] == 0.25 and out["all"]["placed_higher"] == 0.25
     assert out["all"]["jobmean_lower"] == 0.0 and out["all"]["jobmean_higher"] == 0.0
+
+
+def test_clearing_causes_by_the_tasks_moved(gap):
+    t_over = np.array([10.0, np.inf, 15.0, 50.0])
+    log = [(0, 7, 9, 20.0, 30.0), (2, 7, 9, 20.0, 30.0),  # both past: all
+           (0, 8, 9, 20.0, 30.0), (1, 8, 9, 20.0, 30.0),  # one of two: some
+           (3, 5, 9, 40.0, 45.0)]  # before it passed at 50: none
+    out = gap.clearing_causes(log, t_over)
+    assert out == {"instances": 3, "all_past_estimate": 1, "some_past_estimate": 1,
+                   "none_past_estimate": 1}
