@@ -198,11 +198,32 @@ def bins_table(w: dict) -> list[str]:
     return lines
 
 
+def hours_table(doc: dict) -> list[str]:
+    """Per window, the share of stratus's vCPU-seconds placed in too low a bin by hour of
+    submission (the estimator learning as the window goes)."""
+    wins = [w for w in doc["windows"]
+            if "by_hour" in w["runs"].get("stratus", {}).get("estimate_error", {})]
+    if not wins:
+        return []
+    n = max(len(w["runs"]["stratus"]["estimate_error"]["by_hour"]) for w in wins)
+    head = ["window", *(f"hour {h}" for h in range(n))]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for w in wins:
+        hrs = {r["hour"]: r for r in w["runs"]["stratus"]["estimate_error"]["by_hour"]}
+        lines.append(f"| {w['start_s']:g}, {w['hours']:g} | " + " | ".join(
+            _pct(hrs[h]["weight_lower"]) if h in hrs else "-" for h in range(n)) + " |")
+    return lines
+
+
 def markdown(doc: dict) -> str:
     out = [f"<!-- written by benchmarks/windows_gap.py: {doc['command']} -->", "",
            "### Bills per window", "", *headline(doc), "",
            "### The bill by cause (dollars)", "", *causes_table(doc), "",
            "### Estimates, bins and migrations (stratus)", "", *estimate_table(doc), ""]
+    hrs = hours_table(doc)
+    if hrs:
+        out += ["### vCPU-seconds placed in too low a bin, by hour of submission (stratus)",
+                "", *hrs, ""]
     for w in doc["windows"]:
         rows = bins_table(w)
         if rows:

@@ -146,12 +146,15 @@ def _dur(s: float) -> str:
 
 
 def estimate_error_by_bin(runtime: np.ndarray, est: np.ndarray, weight: np.ndarray,
-                          job: np.ndarray | None = None) -> dict:
+                          job: np.ndarray | None = None,
+                          submit: np.ndarray | None = None) -> dict:
     """Per true-runtime bin: tasks, their share of ``weight`` (vCPU-seconds), the median
     and 10th/90th percentiles of estimate/actual, and the shares of tasks (and of weight)
     placed in a lower or a higher bin. With ``job``, also the lower/higher shares an
     estimate of the job's own mean task runtime would have had (what a perfect per-job
-    estimator, as JVuPredict is, Stratus §3.4, still gets wrong)."""
+    estimator, as JVuPredict is, Stratus §3.4, still gets wrong). With ``submit``, the
+    same per hour of submission from the first task's (``by_hour``): how the error falls
+    as the estimator learns."""
     ok = np.isfinite(est) & np.isfinite(runtime)
     runtime, est, weight = runtime[ok], est[ok], weight[ok]
     true_bin = np.array([bin_of(x) for x in runtime.tolist()], dtype=np.int64)
@@ -191,7 +194,19 @@ def estimate_error_by_bin(runtime: np.ndarray, est: np.ndarray, weight: np.ndarr
     if jm_bin is not None:
         tot["jobmean_lower"] = float((jm_bin < true_bin).mean())
         tot["jobmean_higher"] = float((jm_bin > true_bin).mean())
-    return {"bins": rows, "all": tot}
+    out = {"bins": rows, "all": tot}
+    if submit is not None:
+        hour = ((submit[ok] - submit[ok].min()) // 3600).astype(np.int64)
+        lower = est_bin < true_bin
+        out["by_hour"] = [
+            {"hour": int(h), "tasks": int((hour == h).sum()),
+             "weight_share": float(weight[hour == h].sum() / total_w),
+             "weight_lower": float(weight[(hour == h) & lower].sum()
+                                   / max(weight[hour == h].sum(), 1e-12)),
+             "median_abs_log_ratio": float(np.median(np.abs(np.log(
+                 np.maximum(ratio[hour == h], 1e-12)))))}
+            for h in sorted(set(hour.tolist()))]
+    return out
 
 
 def migration_causes(tasks) -> dict:
@@ -246,5 +261,6 @@ def analyse(res, trace, catalog) -> dict:
         "cleared": clearing_causes(audit.get("migrations"), t_over)}
     if s.get("estimator") != "oracle":
         out["estimate_error"] = estimate_error_by_bin(runtime, est, cpu * runtime,
-                                                      f["job_id"].to_numpy())
+                                                      f["job_id"].to_numpy(),
+                                                      f["submit_s"].to_numpy(dtype=float))
     return out

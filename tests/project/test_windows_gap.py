@@ -91,9 +91,13 @@ def test_overrun_times_follow_progress_across_segments(gap):
 def test_estimate_error_by_bin_counts_lower_and_higher_bins(gap):
     runtime = np.array([100.0, 100.0, 1000.0, 3.0])
     est = np.array([10.0, 120.0, 5000.0, 3.5])  # lower, same bin, higher, same bin
-    out = gap.estimate_error_by_bin(runtime, est, np.ones(4), np.array([1, 1, 2, 3]))
+    out = gap.estimate_error_by_bin(runtime, est, np.ones(4), np.array([1, 1, 2, 3]),
+                                    np.array([100.0, 200.0, 3800.0, 3900.0]))
     assert out["all"]["placed_lower"] == 0.25 and out["all"]["placed_higher"] == 0.25
     assert out["all"]["jobmean_lower"] == 0.0 and out["all"]["jobmean_higher"] == 0.0
+    # the one task in a lower bin was submitted in the first hour, of two there
+    assert [(h["hour"], h["tasks"], h["weight_lower"]) for h in out["by_hour"]] == \
+        [(0, 2, 0.5), (1, 2, 0.0)]
 
 
 def test_clearing_causes_by_the_tasks_moved(gap):
