@@ -113,7 +113,8 @@ def headline(doc: dict) -> list[str]:
         head.append("stratus − oracle $")
     if {"stratus", "fleet"} <= set(names):
         head.append("stratus − fleet $")
-    head += ["warm-up h / jobs", "est. error: median |ln(est/act)| (jobs), within ×2"]
+    head += ["warm-up h / jobs",
+             "est. error over jobs: median abs ln(est/act) (jobs), within ×2"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for w in doc["windows"]:
         cells = [f"{w['start_s']:g}, {w['hours']:g}"]
@@ -155,9 +156,36 @@ def causes_table(doc: dict) -> list[str]:
     return lines
 
 
+def attribution_table(doc: dict) -> list[str]:
+    """Per window, stratus's bill minus oracle stratus's and minus fleet's, by cause."""
+    names = doc["schedulers"]
+    if not {"stratus", "stratus-oracle", "fleet"} <= set(names):
+        return []
+    head = ["window", "stratus − oracle $", "low tails past estimate $", "packing idle Δ $",
+            "spin-up Δ $", "held Δ $", "other low Δ $", "stratus − fleet $",
+            "packing idle Δ $", "other low Δ $", "spin-up Δ $", "held Δ $"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for w in doc["windows"]:
+        s, o, f = (w["runs"][n] for n in ("stratus", "stratus-oracle", "fleet"))
+
+        def d(a, b, k):
+            return f"{a['bill_by_cause_usd'][k] - b['bill_by_cause_usd'][k]:+,.1f}"
+
+        def gap(a, b):
+            return f"{a['summary']['total_cost_usd'] - b['summary']['total_cost_usd']:+,.1f}"
+
+        lines.append(" | ".join([
+            f"| {w['start_s']:g}, {w['hours']:g}", gap(s, o),
+            f"{s['bill_by_cause_usd']['low_overrun']:,.1f}", d(s, o, "packing"),
+            d(s, o, "spinup"), d(s, o, "used"), d(s, o, "low_within"), gap(s, f),
+            d(s, f, "packing"), d(s, f, "low_within"), d(s, f, "spinup"),
+            d(s, f, "used")]) + " |")
+    return lines
+
+
 def estimate_table(doc: dict) -> list[str]:
     head = ["window", "tasks in a lower bin (vCPU-s share)", "in a higher bin (vCPU-s)",
-            "job-mean estimate: lower / higher", "stratus migrations (past estimate)",
+            "job-mean estimate: lower / higher (lower, vCPU-s)", "stratus migrations (past estimate)",
             "oracle migrations", "stratus cleared (all / some / none past estimate)",
             "oracle cleared"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -177,7 +205,8 @@ def estimate_table(doc: dict) -> list[str]:
             f"| {w['start_s']:g}, {w['hours']:g} | {_pct(a['placed_lower'])} "
             f"({_pct(a['weight_lower'])}) | {_pct(a['placed_higher'])} "
             f"({_pct(a['weight_higher'])}) | {_pct(a.get('jobmean_lower'))} / "
-            f"{_pct(a.get('jobmean_higher'))} | {m['migrations']:,} ({m['past_estimate']:,}) | "
+            f"{_pct(a.get('jobmean_higher'))} ({_pct(a.get('jobmean_weight_lower'))}) | "
+            f"{m['migrations']:,} ({m['past_estimate']:,}) | "
             f"{om} | {sc} | {oc} |")
     return lines
 
@@ -218,6 +247,7 @@ def hours_table(doc: dict) -> list[str]:
 def markdown(doc: dict) -> str:
     out = [f"<!-- written by benchmarks/windows_gap.py: {doc['command']} -->", "",
            "### Bills per window", "", *headline(doc), "",
+           "### Stratus's gap by cause (dollars)", "", *attribution_table(doc), "",
            "### The bill by cause (dollars)", "", *causes_table(doc), "",
            "### Estimates, bins and migrations (stratus)", "", *estimate_table(doc), ""]
     hrs = hours_table(doc)

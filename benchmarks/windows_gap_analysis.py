@@ -194,6 +194,7 @@ def estimate_error_by_bin(runtime: np.ndarray, est: np.ndarray, weight: np.ndarr
     if jm_bin is not None:
         tot["jobmean_lower"] = float((jm_bin < true_bin).mean())
         tot["jobmean_higher"] = float((jm_bin > true_bin).mean())
+        tot["jobmean_weight_lower"] = float(weight[jm_bin < true_bin].sum() / total_w)
     out = {"bins": rows, "all": tot}
     if submit is not None:
         hour = ((submit[ok] - submit[ok].min()) // 3600).astype(np.int64)

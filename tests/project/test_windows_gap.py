@@ -95,6 +95,11 @@ def test_estimate_error_by_bin_counts_lower_and_higher_bins(gap):
                                     np.array([100.0, 200.0, 3800.0, 3900.0]))
     assert out["all"]["placed_lower"] == 0.25 and out["all"]["placed_higher"] == 0.25
     assert out["all"]["jobmean_lower"] == 0.0 and out["all"]["jobmean_higher"] == 0.0
+    # job 1's mean, 100 s, is in its tasks' bin; a job of a 10 s and a 1000 s task is not
+    uneven = gap.estimate_error_by_bin(np.array([10.0, 1000.0]), np.array([10.0, 1000.0]),
+                                       np.array([1.0, 3.0]), np.array([1, 1]))
+    assert uneven["all"]["jobmean_lower"] == 0.5 and uneven["all"]["jobmean_higher"] == 0.5
+    assert uneven["all"]["jobmean_weight_lower"] == 0.75
     # the one task in a lower bin was submitted in the first hour, of two there
     assert [(h["hour"], h["tasks"], h["weight_lower"]) for h in out["by_hour"]] == \
         [(0, 2, 0.5), (1, 2, 0.0)]
