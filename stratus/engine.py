@@ -357,6 +357,8 @@ class Engine:
         acct.migrations += 1
         acct.transfer(task.req, dur)
         book.n_migrations[tid] += 1
+        if book.done[tid] > book.est[tid]:
+            book.n_migrations_overrun[tid] += 1
         self.kernel.schedule(t + dur, EV_MIGRATED, tid, book.epoch[tid])
         log = acct.mig_log
         book.transfer[tid] = (t + dur, len(log) if log is not None else -1)

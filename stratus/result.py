@@ -109,7 +109,12 @@ class ReplayResult:
         # lists converted by numpy first: pandas takes its slow path on long Python lists
         tasks = pd.DataFrame({"first_start_s": np.array(book.first_start, dtype=np.float64),
                               "finish_s": np.array(book.finish, dtype=np.float64),
-                              "migrations": np.array(book.n_migrations, dtype=np.int64)})
+                              "migrations": np.array(book.n_migrations, dtype=np.int64),
+                              # the runtime estimate the task was placed with (seconds), and
+                              # its migrations begun after it had run past that estimate
+                              "estimate_s": np.array(book.est, dtype=np.float64),
+                              "migrations_past_estimate": np.array(book.n_migrations_overrun,
+                                                                   dtype=np.int64)})
 
         seg_tid = np.asarray(acc.seg_tid, dtype=np.int64)
         # from a flat stream of ints: much faster than converting a list of tuples

@@ -80,6 +80,9 @@ class TaskBook:
         self.first_start = array("d", [math.nan]) * n  # written once or twice a task
         self.finish = array("d", [math.nan]) * n
         self.n_migrations = [0] * n
+        # migrations begun after the task had run past its estimate: the scheduler then
+        # thought it done (or, readjusted, half done), so these follow an underestimate
+        self.n_migrations_overrun = [0] * n
         self.mig_dest: dict[int, Instance] = {}  # queued or in-flight migrations
         self.transfer: dict[int, tuple[float, int]] = {}  # in flight: (planned end, log index)
         self.pending: list[Task] = []

@@ -252,6 +252,7 @@ class Mirror(Engine):
         book.first_start.append(math.nan)
         book.finish.append(math.nan)
         book.n_migrations.append(0)
+        book.n_migrations_overrun.append(0)
         return task
 
     def arrive(self, tasks: list[Task]) -> None:

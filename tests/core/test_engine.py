@@ -11,6 +11,7 @@ from stratus.base.errors import ConfigError, DecisionError, TraceError
 from stratus.compose import Plan
 from stratus.decisions import Acquire, Decisions, Migrate, Place
 from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
+from stratus.estimators import Estimator
 from stratus.pricing.catalog import M4
 from tests.helpers.trace import make_trace
 
@@ -271,3 +272,35 @@ def test_the_max_hours_guard_after_the_last_task_is_not_an_early_end():
     res = replay(tr, sched, cfg(tick_s=300.0, spinup_s=(0.0, 0.0), max_hours=0.05))
     assert res.summary["tasks_completed"] == 1 and res.summary["tasks_unfinished"] == 0
     assert res.summary["ended_early"] is None
+
+
+class _FixedEstimate(Estimator):
+    name = "fixed"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def predict(self, tasks):
+        return [self.seconds] * len(tasks)
+
+
+@pytest.mark.parametrize(("estimate", "past"), [(200.0, 1), (299.0, 1), (301.0, 0),
+                                                (5000.0, 0)])
+def test_tasks_table_holds_estimate_and_migrations_past_it(estimate, past):
+    # the transfer begins when the destination is ready, at 340, after 300 s of progress
+    # (started at 40): a migration past the estimate is one begun with more progress than
+    # the estimate, so the scheduler had taken the task for done (issue 36's breakdown)
+    tr = make_trace([(1, 0, 0.0, 1000.0, 1.0, 4.0)])
+
+    def go(view, plan):
+        plan.acquire(M4["m4.large"], view.pending)
+
+    def move(view, plan):
+        (src,) = view.instances
+        plan.acquire(M4["m4.xlarge"], migrate=list(src.tasks.values()))
+
+    res = replay(tr, ScriptedScheduler({0.0: go, 300.0: move}),
+                 cfg(estimator=_FixedEstimate(estimate)))
+    assert res.tasks.estimate_s[0] == estimate
+    assert res.tasks.migrations[0] == 1
+    assert res.tasks.migrations_past_estimate[0] == past

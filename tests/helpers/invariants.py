@@ -117,6 +117,12 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
         first = res.tasks["first_start_s"].to_numpy()
         np.testing.assert_allclose(finish - first, runtime + mig_time, rtol=1e-9, atol=1e-6)
         assert res.tasks["migrations"].sum() == len(a["migrations"]) == res.summary["migrations"]
+    # a migration past the task's estimate is one of its migrations; with true runtimes
+    # for estimates no task outruns its estimate, so none is (issue 36's breakdown)
+    past = res.tasks["migrations_past_estimate"].to_numpy()
+    assert np.all(past <= res.tasks["migrations"].to_numpy())
+    if res.summary.get("estimator") == "oracle":
+        assert past.sum() == 0, "a migration past an oracle estimate"
 
     check_faults(res, progress, runtime, finish)
 
