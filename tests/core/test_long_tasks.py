@@ -178,7 +178,7 @@ def workloads(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(rows=workloads(), name=st.sampled_from(scheduler_names()),
        market=st.sampled_from(["on-demand", "spot"]), seed=st.integers(0, 50),
        faults=st.sampled_from([None, "ice:0.3,ice-window:900", "crash:0.05"]))

@@ -49,7 +49,9 @@ def history():
                                             ("karpenter", None), ("stratus", history)])
 def test_two_worlds_decide_alike(name, estimator, moto_url, kmock_url):
     # live, a task's user is its pod's namespace, and its job name the estimate key
-    trace = small_trace(user=f"tw-{name}-{estimator is not None:d}")
+    # 80 tasks: every kind of decision batch still comes (> 10 of them, migrations under
+    # stratus), at half the cost of the live loop's HTTP round trips
+    trace = small_trace(80, user=f"tw-{name}-{estimator is not None:d}")
     cfg = {} if estimator is None else {"estimator": estimator()}
     eng, res, elog = engine_run(trace, name, **cfg)
     cfg = {} if estimator is None else {"estimator": estimator()}
