@@ -23,7 +23,7 @@ from tests.helpers.cli import main_within
 from tests.helpers.paths import FIXTURES
 
 FIX = FIXTURES
-EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "24"))
+EXAMPLES = int(os.environ.get("STRATUS_SWEEP_FUZZ_EXAMPLES", "16"))
 # a bound that finds a run that never ends, not a measure of speed: the longest runs took
 # 8.4 s (a sweep) and 7.1 s (the first report: it imports matplotlib, which alone took
 # 9 s there) in one process under a load of 6.7 on two cores; 30 s was too close

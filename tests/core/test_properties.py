@@ -38,7 +38,7 @@ def test_registered_scheduler_invariants(name, trace, conf):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
-@settings(max_examples=6)
+@settings(max_examples=4)
 @given(trace=workloads(), conf=configs)
 def test_registered_scheduler_is_deterministic(name, trace, conf):
     a = run(trace, make_scheduler(name), conf)
@@ -50,7 +50,7 @@ def test_registered_scheduler_is_deterministic(name, trace, conf):
 # the chaos policy's invariants: on 100 workloads a run, these 85 and the 15 of the
 # determinism test below
 @pytest.mark.slow
-@settings(max_examples=50)
+@settings(max_examples=30)
 @given(trace=workloads(max_jobs=10), conf=configs, policy_seed=st.integers(0, 1000))
 def test_chaos_policy_invariants(trace, conf, policy_seed):
     res = run(trace, ChaosScheduler(policy_seed), conf)

@@ -26,7 +26,7 @@ values = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.5, 3.0]),
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(1, 25), st.lists(values, max_size=120))
 def test_window_matches_statistics(size, xs):
     w, ref = Window(size), deque(maxlen=size)
@@ -106,7 +106,7 @@ job = st.tuples(st.sampled_from("abc"), st.sampled_from(["x", "y", "z", "w"]),
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(job, st.integers(0, 4)), max_size=200),
        st.sampled_from([(20, 200), (3, 5), (1, 1)]))
 def test_history_estimator_is_unchanged(jobs, windows):

@@ -77,7 +77,7 @@ step = st.one_of(
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(step, max_size=120), st.sampled_from([1, 2, 64]))
 @example([("acquire", (3, 3))] * 6 + [("query", (1, 1), 1, -1)] + [("release", 0, True)] * 5
          + [("query", (1, 1), 1, -1), ("acquire", (4, 4)), ("query", (4, 4), 1, -1)], 1)
@@ -113,7 +113,7 @@ def test_live_index_follows_the_view(steps, min_cap):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(st.lists(st.tuples(st.lists(vec, max_size=4), st.lists(vec, max_size=8),
                           st.lists(st.integers(0, 10**6), max_size=3)), max_size=12))
 def test_first_fit_places_as_the_scan_does(ticks):

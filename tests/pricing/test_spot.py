@@ -425,7 +425,7 @@ def _load_corrupted(fixture: str, corruptions, seed: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fixture", sorted(FUZZ_FILES))
-@settings(max_examples=120)
+@settings(max_examples=60)
 @given(corruptions=st.lists(st.sampled_from([*CORRUPTIONS, _drop_json_key]), min_size=1,
                             max_size=3),
        seed=st.integers(0, 2**32 - 1))

@@ -250,7 +250,7 @@ CONFIGS = [Config(scheme="qops"), Config(scheme="qops", K=0), Config(scheme="vqo
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=workloads(), ci=st.integers(0, len(CONFIGS) - 1))
 def test_deadlines_capacity_and_one_decision_per_job(w, ci):
     """Every admitted job completes by its deadline (exact estimates; and under trace

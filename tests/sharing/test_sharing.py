@@ -130,7 +130,7 @@ def _max_load(sr) -> float:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(w=workloads(), n=st.integers(0, 12), policy=st.sampled_from(POLICIES),
        ratio=st.sampled_from([0.4, 0.6, 1.0]), short=st.sampled_from(["reserved-first",
                                                                       "ondemand"]))

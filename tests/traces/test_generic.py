@@ -352,7 +352,7 @@ def _only_trace_or_trace_error(path: Path, **options) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=120)
+@settings(max_examples=60)
 @given(ops=OPS)
 def test_fuzz_sacct_csv(tmp_path_factory, ops):
     path = tmp_path_factory.mktemp("generic") / "f.csv"

@@ -281,7 +281,7 @@ def _only_trace_or_trace_error(path: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=150)
+@settings(max_examples=75)
 @given(ops=OPS)
 def test_fuzz_plain(tmp_path_factory, ops):
     path = tmp_path_factory.mktemp("swf") / "f.swf"
