@@ -129,3 +129,26 @@ def test_sweep_takes_a_dict(tmp_path):
     kept = list((tmp_path / "res" / "configs").glob("*.toml"))
     assert len(kept) == 1 and tomllib.loads(kept[0].read_text())["grid"] == cfg["grid"]
     assert stratus.sweep(cfg)["cells_skipped"] == 1
+
+
+def test_the_cli_sweep_runs_one_worker_per_core_by_default(monkeypatch, tmp_path):
+    """`stratus sweep` without --workers uses every core, as its help says; the API's own
+    default (one process) must not leak into the CLI (the demo ran one cell at a time)."""
+    import stratus.app.runs as runs
+    import stratus.app.sweep as sweep_mod
+    from stratus.app.cli import main
+
+    seen = []
+
+    def fake_run_config(config, results, executor, workers, *rest):
+        seen.append((executor, workers))
+        return {"cells_total": 0, "cells_run": 0, "cells_skipped": 0, "cells_failed": 0,
+                "results_dir": str(tmp_path)}
+
+    monkeypatch.setattr(sweep_mod, "run_config", fake_run_config)
+    monkeypatch.setattr(runs, "default_jobs", lambda: 7)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("")
+    assert main(["sweep", str(cfg), "--json"]) == 0
+    assert main(["sweep", str(cfg), "--workers", "3", "--json"]) == 0
+    assert seen == [("local", 7), ("local", 3)]

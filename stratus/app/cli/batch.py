@@ -40,7 +40,14 @@ def add_parsers(sub) -> None:
 def cmd_sweep(args) -> int:
     """Exit 0 when every cell has a result, 1 when some failed (their rows say why; a
     rerun retries them), 2 on a bad config or option."""
-    out = api.sweep(args.config, args.results, args.executor, args.workers,
+    workers = args.workers
+    if workers is None and args.executor == "local":
+        # the CLI's default is one worker per core (--help); the API's is one process
+        # (it cannot know that its caller's main module is guarded)
+        from stratus.app.runs import default_jobs
+
+        workers = default_jobs()
+    out = api.sweep(args.config, args.results, args.executor, workers,
                     progress=not args.no_progress, cache_dir=args.cache_dir,
                     no_cache=args.no_cache)
     print_doc(out, args.json, lambda: (
