@@ -223,7 +223,8 @@ def test_hdf5_reader_crash_is_a_trace_error(monkeypatch, tmp_path):
     # jobs.h5 did it); the loader reads HDF5 in a child process, so a crash becomes a
     # TraceError. Simulate the crash so the test does not depend on the fixture's bytes.
     crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
-    monkeypatch.setattr(umass, "_HDF_CHILD", crash)
+    monkeypatch.setattr(umass, "_HDF_CHILD", crash)  # the reader as a new interpreter
+    monkeypatch.setattr(umass, "_hdf_read_into", lambda *a: exec(crash))  # as a fork
     with pytest.raises(TraceError, match=r"jobs\.h5: the HDF5 library crashed"):
         umass.load(FIX / "jobs.h5")
 
