@@ -21,12 +21,14 @@ KINDS_BLOCK = re.compile(r"<!-- event-kinds: (\S+) -->\n(.*?)<!-- /event-kinds -
 
 
 def _ticked(text: str) -> list[str]:
-    """Backticked tokens, and paths written without backticks (``tests/core/x.py``)."""
+    """Backticked tokens, paths written without backticks (``tests/core/x.py``), and the
+    file names in the drawing."""
     prose = re.sub(r"```.*?```", "", text, flags=re.S)  # the drawing and code samples aside
     dirs = "|".join(CODE_DIRS)
     bare = re.findall(rf"(?<![\w/`.])((?:{dirs})/[\w/.\-]*\w)",
                       re.sub(r"`[^`\n]*`|\]\([^)]*\)", "", prose))
-    return re.findall(r"`([^`\n]+)`", prose) + bare
+    drawn = re.findall(r"\b\w+\.py\b", "".join(re.findall(r"```.*?```", text, flags=re.S)))
+    return re.findall(r"`([^`\n]+)`", prose) + bare + drawn
 
 
 def missing_paths(text: str) -> list[str]:
@@ -179,6 +181,7 @@ def test_a_stale_document_fails():
     assert missing_paths("`tests/test_kernel.py` and `stratus/sim/no_such.py`") == [
         "tests/test_kernel.py", "stratus/sim/no_such.py"]
     assert missing_paths("its tests (tests/test_components.py)") == ["tests/test_components.py"]
+    assert missing_paths("```\n│ Gate (no_such_gate.py) │\n```") == ["no_such_gate.py"]
     assert missing_modules("`stratus.cloud.request_failed`, `stratus.no_such`") == [
         "stratus.cloud.request_failed", "stratus.no_such"]
     assert missing_modules("`stratus.packers.binning.BinIndex`, `stratus.compose.Plan`") == []
