@@ -1,5 +1,5 @@
-"""Runtime estimators behind one fit/predict interface (DESIGN: "estimators look like
-scikit-learn").
+"""Runtime estimators behind one fit/predict interface (the project's design sketch,
+../shared/DESIGN.md, "Habits": "Estimators look like scikit-learn").
 
 The engine calls ``bind(trace)`` once before a replay, ``predict(tasks)`` for each batch
 of newly arrived tasks, and ``observe(tasks)`` when a job completes (online learners
