@@ -95,3 +95,18 @@ def test_the_145_day_pod_ends_with_the_right_bill():
     # billed from the request to the end: the runtime, plus spin-up and a tick at most
     assert runtime / 3600 < hours <= (runtime + 160 + 60) / 3600
     assert s["total_cost_usd"] == pytest.approx(12.24 * hours, rel=1e-6)
+
+
+def test_karpenter_with_more_than_64_gpu_instances():
+    # Regression: the first-fit index Karpenter's consolidation uses rebuilt its tree from
+    # 2-D free vectors only; past 64 live instances on a GPU catalog (3-D vectors) the
+    # rebuild raised "too many values to unpack" (the busy 34 days of the Alibaba trace).
+    import pandas as pd
+
+    n = 70  # 40 vCPU and a GPU each: only a p3.16xlarge fits, one task per instance
+    frame = pd.DataFrame({"job_id": range(n), "task_id": 0, "submit_s": 0.0,
+                          "runtime_s": 7200.0, "cpu": 40.0, "mem_gib": 64.0,
+                          "user": "u", "job_name": "j", "priority": 0, "gpus": 1.0})
+    cfg = ReplayConfig(seed=1, catalog=load_catalog(NAME), market="on-demand")
+    s = replay(Trace(frame, name="wide"), make_scheduler("karpenter"), cfg).summary
+    assert s["tasks_completed"] == n and s["instances_acquired"] >= n
