@@ -327,6 +327,9 @@ def _timed(table: Table, pods: pd.DataFrame, opts: Options, report: LoadReport):
     start = load_start if opts.start_us is None else opts.start_us / 1e6
     end = trace_end if opts.end_us is None else opts.end_us / 1e6
     if end <= start:
+        if opts.start_us is None and opts.end_us is None:  # the file's own times
+            raise TraceError(f"{table.source}: every pod is deleted at {trace_end:,.0f} s: "
+                             "no time between the load's start and the trace's end")
         raise ConfigError(f"format {FORMAT!r}: the window [{start:,.0f}, {end:,.0f}) s is empty "
                           f"(the load starts at {load_start:,.0f} s, the trace ends at "
                           f"{trace_end:,.0f} s)")

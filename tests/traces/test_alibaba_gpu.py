@@ -9,11 +9,13 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.alibaba_gpu import load
 from stratus.traces.describe import describe
 from stratus.traces.spec import TraceSource
+from tests.helpers.corrupt import corrupt, ops
 from tests.helpers.paths import FIXTURES, ROOT
 
 HERE = FIXTURES / "alibaba"
@@ -254,3 +256,20 @@ def test_real_files_counts_match_the_data_readme():
     with pytest.raises(TraceError, match="no qos, pod_phase"):
         load(REAL, pods="multigpu50")
     assert len(load(REAL, pods="multigpu50", batch_runtime_s="3600")) == 9061
+
+
+# --- fuzzing: a damaged pod list loads or is one TraceError, never anything else -----------
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(ops=ops())
+def test_fuzz_damaged_pod_list(tmp_path_factory, ops):
+    path = tmp_path_factory.mktemp("openb") / DEFAULT.name
+    path.write_bytes(corrupt(DEFAULT.read_bytes(), ops))
+    try:
+        t = load(path)
+    except TraceError:
+        return
+    assert len(t) > 0 and (t.frame["runtime_s"] > 0).all()
+    assert (t.frame["submit_s"] >= t.meta["loader_window"]["start_s"]).all()
