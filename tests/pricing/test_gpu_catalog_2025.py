@@ -66,6 +66,7 @@ def _pods(*numbers: int, **options) -> Trace:
     return Trace(f, name=t.name, meta=t.meta, validated=True)
 
 
+@pytest.mark.slow
 def test_gpu_pods_go_to_the_cheapest_fitting_p3():
     # 0039: 4 vCPU + 1 GPU -> p3.2xlarge; 2182: 32.2 vCPU + 4 GPUs -> too many vCPU for
     # p3.8xlarge -> p3.16xlarge; 0048: CPU only, 8 vCPU / 29.8 GiB -> r7i.2xlarge (0.5292
