@@ -169,7 +169,9 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
         flagged = f["anti_affinity"].to_numpy(dtype=bool)
         out["anti_affinity"] = {"tasks": int(flagged.sum()),
                                 "jobs": int(f["job_id"][flagged].nunique())}
-    if "loader_window" in trace.meta:  # the window the loader chose (Alibaba GPU 2023)
+    if "loader_window" in trace.meta and "window" not in trace.meta:
+        # the window the loader chose (Alibaba GPU 2023); a window cut from the trace
+        # afterwards (Trace.window) is another, so it is not shown as this one
         out["loader_window"] = trace.meta["loader_window"]
     if "load_report" in trace.meta:
         out["load_report"] = trace.meta["load_report"]

@@ -111,9 +111,12 @@ def test_gpu_shares_option():
 
 
 def test_describe_shows_the_loader_window():
-    d = describe(load(DEFAULT))
+    t = load(DEFAULT)
+    d = describe(t)
     assert d["loader_window"]["start_s"] == LOAD_START
     assert d["loader_window"]["rule"].startswith("load start")
+    # a window cut from the loaded trace is not the loader's: not shown as it
+    assert "loader_window" not in describe(t.window(LOAD_START, LOAD_START + 86400))
 
 
 def test_start_and_hours_cut_through_the_loader():
