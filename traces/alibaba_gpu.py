@@ -17,7 +17,8 @@ Mapping, one pod = one single-task job:
     the GPU-hours ``traces describe`` reports, not a replay. queue = qos (LS, BE,
     Burstable, Guaranteed); job_name = the pod's shape (qos, cpu, memory, GPUs), the
     closest the trace has to "the same program again"; user "unknown"; priority 0 (the
-    trace has none: an unknown column).
+    trace has none: an unknown column). ``gpu_spec`` (allowed GPU models; empty in every
+    row of these files) is not used: a catalog type has one GPU model.
 
 Pods, in this order, each counted once in the load report under the first reason:
     * Pending: never scheduled (no scheduled_time), never ran: always dropped.
