@@ -36,13 +36,13 @@ class FreeTree:
     def __init__(self, values: Iterable[tuple[int, int]] = (), cap: int = 64) -> None:
         self.build(list(values), cap)
 
-    def build(self, values: list[tuple[int, int]], cap: int = 64) -> None:
+    def build(self, values: list[tuple[int, ...]], cap: int = 64) -> None:
         """Slots 0.. hold ``values``, the rest are dead; ``cap`` is rounded up to a power
-        of two that fits them."""
+        of two that fits them. Only the first two dimensions are kept (as in ``set``)."""
         cap = 1 << (max(cap, len(values), 1) - 1).bit_length()
         m0 = [DEAD] * (2 * cap)
         m1 = [DEAD] * (2 * cap)
-        for i, (a, b) in enumerate(values, cap):
+        for i, (a, b, *_rest) in enumerate(values, cap):
             m0[i] = a
             m1[i] = b
         if not values:  # all dead: so are the maxima (a 2^19-slot tree costs 0.15 s to fold)

@@ -46,6 +46,8 @@ zeros):
                     needed on average
     anti_affinity   only for a trace with that column: the flagged tasks and the jobs that
                     have at least one (Google 2011: different_machine on the SUBMIT)
+    loader_window   only when the loader chose a window itself (alibaba-gpu2023: its
+                    start_s, end_s, days and the rule that set the start)
 """
 
 from __future__ import annotations
@@ -167,6 +169,10 @@ def describe(trace: Trace, catalog: Catalog = M4) -> dict:
         flagged = f["anti_affinity"].to_numpy(dtype=bool)
         out["anti_affinity"] = {"tasks": int(flagged.sum()),
                                 "jobs": int(f["job_id"][flagged].nunique())}
+    if "loader_window" in trace.meta and "window" not in trace.meta:
+        # the window the loader chose (Alibaba GPU 2023); a window cut from the trace
+        # afterwards (Trace.window) is another, so it is not shown as this one
+        out["loader_window"] = trace.meta["loader_window"]
     if "load_report" in trace.meta:
         out["load_report"] = trace.meta["load_report"]
     return out

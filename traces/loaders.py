@@ -26,6 +26,8 @@ FORMATS: dict[str, tuple[str, str]] = {
                    "job_events/ and task_events/ CSV(.gz) parts"),
     "swf": ("stratus.traces.swf", "Standard Workload Format 2.2 (Parallel Workloads Archive), .swf[.gz]"),
     "umass": ("stratus.traces.umass", "UMass/LSF job table (CSV, Parquet or HDF5)"),
+    "alibaba-gpu2023": ("stratus.traces.alibaba_gpu", "Alibaba GPU cluster trace 2023 (openb): a "
+                        "pod list CSV or its folder (traces/alibaba_gpu.py)"),
     "generic": ("stratus.traces.generic", "any CSV/Parquet with a column mapping (see traces/generic.py)"),
 }
 

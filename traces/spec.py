@@ -66,7 +66,8 @@ def warmup_hours(arg: str | float | None, window_h: float) -> float:
 
 
 #: formats whose loader cuts a window itself (options: start, end or hours, in seconds)
-LOADER_WINDOWS = {"google2011": ("window_start_s", "window_end_s", "window_hours")}
+LOADER_WINDOWS = {"google2011": ("window_start_s", "window_end_s", "window_hours"),
+                  "alibaba-gpu2023": ("window_start_s", "window_end_s", "window_hours")}
 
 
 def format_window(fmt: str):
