@@ -114,15 +114,6 @@ class _Bin:
         self.job_fails: dict[int, list[tuple[int, ...]]] = {}
 
 
-def _forms(view: ClusterView, insts: list[Instance]) -> list[tuple]:
-    """The instances' remaining runtimes as forms; a view without ``instance_forms`` (a
-    hand-made one) gives constants that hold for this tick only."""
-    forms = getattr(view, "instance_forms", None)
-    if forms is not None:
-        return forms(insts)
-    return [(CONSTANT, r, 0.0, 0.0, _INF) for r in view.instances_remaining(insts)]
-
-
 class BinIndex:
     """Live instances by runtime bin, with tentative free capacity and remaining runtime
     kept up to date as tasks are placed on them during one tick.
@@ -140,7 +131,7 @@ class BinIndex:
         """``reuse``: last tick's entries, refreshed in place instead of allocated anew;
         ``general``: no unrolled (cpu, mem) path (the tests compare the two)."""
         self.unit_s = unit_s
-        self.now = now = getattr(view, "now", 0.0)
+        self.now = now = view.now
         ref = self.ref = view.catalog.max_capacity
         dims = self.dims = len(ref)
         entries: dict[int, _Entry] = {}
@@ -153,7 +144,7 @@ class BinIndex:
         self.touched: set[int] = set()  # ids changed by this tick's tentative placements
         old = reuse or {}
         insts = list(instances)
-        forms = _forms(view, insts)
+        forms = view.instance_forms(insts)
         planned = plan.changed_free()  # what this plan changed (nothing, when built first)
         r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
         heap = self._heap
@@ -235,7 +226,7 @@ class BinIndex:
                     self.discard(iid)
                 else:
                     live.append(inst)
-            for inst, form in zip(live, _forms(view, live)):
+            for inst, form in zip(live, view.instance_forms(live)):
                 self._refresh(inst, form)
         self._cross(now)
         for iid, free in plan.changed_free().items():  # earlier parts of this plan
@@ -621,8 +612,7 @@ class RuntimeBinPacker(Parametric):
             if self._index is not None and self._view is view and self._changed is not None:
                 self._index.sync(view, plan, self._changed)
             else:
-                watch = getattr(view, "watch_instances", None)
-                changed = watch() if watch is not None else None
+                changed = view.watch_instances()
                 bl = plan.cordoned
                 insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
                 reuse = self._index.entries if self._index is not None else None

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 
 from stratus.compose import Plan, first_fit
 from stratus.model import Task
-from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
+from stratus.packers.free_index import LiveIndex, SlotRun
 from stratus.params import Parametric
 from stratus.view import ClusterView
 
@@ -51,15 +51,9 @@ class FirstFit(Parametric):
             for iid in plan.touched():  # capacity this tick's plan already promised
                 index.update(view.instance(iid), plan.free(view.instance(iid)))
 
-            def dead(iid: int, index: LiveIndex = index) -> None:
-                s = index.slot.get(iid)
-                if s is not None:
-                    index.seen[s] = None  # reload it at the next sync
-                    index.tree.set(s, DEAD, DEAD)
-
             for iid in plan.cordoned:
-                dead(iid)
-            plan.on_cordon(dead)
+                index.retire(iid)
+            plan.on_cordon(index.retire)
         return index
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:

@@ -89,8 +89,7 @@ class InstanceClearing(Part, Parametric):
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         if self._view is not view:
             self._view = view
-            watch = getattr(view, "watch_instances", None)
-            self._changed = watch() if watch is not None else None
+            self._changed = view.watch_instances()
             self._tick, self._since, self._last = 0, {}, None
         cands = self._scan(view, plan) if self._changed is None else self._watched(view, plan)
         if not cands:
@@ -224,7 +223,7 @@ class InstanceClearing(Part, Parametric):
             for d, r in enumerate(t.req):
                 need[d] += r
         now_price = view.price(inst.itype, inst.market)
-        sp = getattr(view, "savings_plan", None)
+        sp = view.savings_plan
         if sp is None:
             options = [(t, view.market, view.price(t)) for t in view.acquirable_types()]
         else:

@@ -80,7 +80,7 @@ from stratus.result import ReplayResult
 from stratus.savings import SavingsPlan, check_plan
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
-from stratus.view import ClusterView
+from stratus.view import EngineView
 from stratus.waiting_gate import ReservedGate, Waiting
 
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
@@ -232,7 +232,7 @@ class Engine:
         # the Actuator's acquire is the cloud's request itself: no layer between, once a task
         self.acquire = self.cloud.request
         self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
-        self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
+        self.view = EngineView(k, cfg, self.book, self.cloud, self.migration_duration)
         for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self._on_finish),
                               (EV_MIGRATED, self._on_migrated), (EV_REVOKE, self._on_revoke),
                               (EV_CRASH, self._on_crash),

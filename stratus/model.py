@@ -96,6 +96,12 @@ class Instance:
     def capacity(self) -> Vec:
         return self.itype.capacity
 
+    def add_task(self, task: Task) -> None:
+        """Record that ``task`` holds resources here (``tasks``); ``free`` is the caller's
+        to set. For whoever builds instances by hand (``stratus.testing.StaticView``); a
+        policy never calls it (instances are sealed while it decides)."""
+        self._tasks[task.tid] = task
+
     def __repr__(self) -> str:
         return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "
                 f"{INSTANCE_STATES[self.state]}, tasks={len(self._tasks)})")

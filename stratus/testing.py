@@ -99,7 +99,7 @@ class StaticView:
             inst.state = REQUESTED
         free = list(t.capacity)
         for task, elapsed, estimate in tasks:
-            inst._tasks[task.tid] = task
+            inst.add_task(task)
             free = [f - r for f, r in zip(free, task.req)]
             if min(free) < 0:
                 raise ValueError(f"{task!r} does not fit on {t.name} with the others")
