@@ -6,6 +6,8 @@ A part that needs something of a view or of another part asks for it by a declar
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -138,18 +140,33 @@ def foreign_private(tree: ast.AST, rel: str) -> list[str]:
     return out
 
 
-def _parsed() -> list[tuple[str, ast.AST]]:
-    return [(_rel(p), ast.parse(p.read_text(encoding="utf-8"), str(p))) for p in _modules()]
+# Parsing every module takes seconds on a busy machine: a module is parsed only if its
+# text may hold what a check looks for (a superset: the AST decides).
+MAY_PROBE = re.compile(r"\b[gh]asattr\(|\bgetattr\(")
+MAY_REACH = re.compile(r"\b(?!self\b|cls\b)\w+[)\]]?\._(?!_)\w|[)\]]\._(?!_)\w"
+                       r"|\bimport\s+\([^)]*\b_(?!_)\w|\bimport\s[^\n(]*\b_(?!_)\w")
+
+
+@cache
+def _parsed(which: str) -> list[tuple[str, ast.AST]]:
+    may = MAY_PROBE if which == "probe" else MAY_REACH
+    out = []
+    for p in _modules():
+        text = p.read_text(encoding="utf-8")
+        if may.search(text):
+            out.append((_rel(p), ast.parse(text, str(p))))
+    return out
 
 
 def test_no_part_or_view_is_probed_with_getattr():
-    found = [hit for rel, tree in _parsed() if rel not in NOT_PROBES for hit in probes(tree, rel)]
+    found = [hit for rel, tree in _parsed("probe") if rel not in NOT_PROBES for hit in probes(tree, rel)]
     assert found == [], "declare it (stratus.view.ClusterView, stratus.compose) instead:\n" \
         + "\n".join(found)
 
 
+@pytest.mark.slow  # parses ~20 modules: about a second on a busy machine
 def test_no_module_reads_another_modules_private_field():
-    found = [hit for rel, tree in _parsed()
+    found = [hit for rel, tree in _parsed("reach")
              if rel not in PRIVATE_ALLOWED and not rel.startswith(PRIVATE_ALLOWED_FOLDERS)
              for hit in foreign_private(tree, rel)]
     assert found == [], "add a public accessor instead:\n" + "\n".join(found)
@@ -172,3 +189,57 @@ def test_the_probe_check_sees_a_probe(code, hits):
 ])
 def test_the_private_check_sees_a_foreign_field(code, hits):
     assert len(foreign_private(ast.parse(code), "stratus/x.py")) == hits
+
+
+# --- the declarations themselves -------------------------------------------------------------
+
+def _members(cls) -> dict:
+    return {n: m for n, m in vars(cls).items() if not n.startswith("_")}
+
+
+def test_every_view_implements_the_cluster_view():
+    """The engine's view, the policy author's ``StaticView`` and the tests' ``FakeView``
+    offer every member of the protocol, with its arguments."""
+    import inspect
+
+    from stratus.testing import StaticView
+    from stratus.view import ClusterView, EngineView
+    from tests.helpers.views import FakeView
+
+    declared = _members(ClusterView)
+    assert {"now", "savings_plan", "instance_forms", "watch_instances"} <= set(declared)
+    for cls in (EngineView, StaticView, FakeView):
+        view = StaticView() if cls is not EngineView else None
+        for name, member in declared.items():
+            have = inspect.getattr_static(cls, name, None)
+            if have is None and view is not None:
+                assert name in vars(view), f"{cls.__name__} lacks {name}"
+                continue
+            assert have is not None, f"{cls.__name__} lacks {name}"
+            if inspect.isfunction(member):
+                assert list(inspect.signature(member).parameters) == \
+                    list(inspect.signature(have).parameters), f"{cls.__name__}.{name}"
+
+
+def test_two_parts_counting_the_same_name_both_show():
+    """Karpenter's consolidation and instance clearing both count ``tasks_migrated``:
+    chained, each count shows under its part's key; neither overwrites the other (they
+    were merged flat with ``dict.update``)."""
+    from stratus.compose import ComposedScheduler
+    from stratus.packers.binning import RuntimeBinPacker
+    from stratus.packers.first_fit import FirstFit
+    from stratus.scalers.chain import MigratorChain
+    from stratus.scalers.clearing import InstanceClearing
+    from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
+
+    ff = FirstFit()
+    karpenter = KarpenterConsolidation(ff)
+    clearing = InstanceClearing(RuntimeBinPacker(), own_packer=True)
+    karpenter.tasks_migrated, clearing.tasks_migrated = 7, 3
+    s = ComposedScheduler("both", KarpenterProvisioner(), ff, MigratorChain(karpenter, clearing))
+    stats = s.stats()
+    assert stats["migrator.tasks_migrated"] == 7 and stats["clearing.tasks_migrated"] == 3
+    assert "tasks_migrated" not in stats
+    assert stats["consolidation_deleted"] == 0 and stats["instances_cleared"] == 0  # one part's
+    assert s.part_stats()["clearing"] == {"instances_cleared": 0, "tasks_migrated": 3}
+    assert s.migrator.stats() == {k: v for k, v in stats.items()}  # the chain says the same
