@@ -126,10 +126,8 @@ class BinIndex:
     ends move."""
 
     def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
-                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None,
-                 general: bool = False) -> None:
-        """``reuse``: last tick's entries, refreshed in place instead of allocated anew;
-        ``general``: no unrolled (cpu, mem) path (the tests compare the two)."""
+                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None) -> None:
+        """``reuse``: last tick's entries, refreshed in place instead of allocated anew."""
         self.unit_s = unit_s
         self.now = now = view.now
         ref = self.ref = view.catalog.max_capacity
@@ -138,7 +136,6 @@ class BinIndex:
         self.entries = entries
         bins: dict[int, _Bin] = {}
         self.bins = bins
-        fast = dims == 2 and not general
         self._heap: list[tuple[float, int, int]] = []  # (until, stamp, iid): form ends
         self._stamp = 0
         self.touched: set[int] = set()  # ids changed by this tick's tentative placements
@@ -146,7 +143,6 @@ class BinIndex:
         insts = list(instances)
         forms = view.instance_forms(insts)
         planned = plan.changed_free()  # what this plan changed (nothing, when built first)
-        r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
         heap = self._heap
         # one pass: bin lists are filled unsorted and sorted once at the end (the same
         # order as inserting one by one: keys are unique by instance id)
@@ -154,11 +150,7 @@ class BinIndex:
             iid = inst.iid
             form = (kind, a, dn, st)
             free = planned.get(iid, inst.free)
-            if fast:  # the common case, unrolled: availability(free, ref)
-                s0, s1 = free[0] / r0, free[1] / r1
-                avail = (s0 if s0 < s1 else s1, s0 + s1)
-            else:
-                avail = availability(free, ref)
+            avail = availability(free, ref)
             x = remaining_at(kind, a, dn, st, now) / unit_s
             b = frexp(x)[1] if x >= 1.0 else 0
             ready = inst.state == READY
@@ -589,7 +581,6 @@ class RuntimeBinPacker(Parametric):
 
     label = "runtime-binning"
     PARAMS = (UNIT_S,)
-    general = False  # True: no unrolled (cpu, mem) path in the index (for the tests)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
@@ -616,7 +607,7 @@ class RuntimeBinPacker(Parametric):
                 bl = plan.cordoned
                 insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
                 reuse = self._index.entries if self._index is not None else None
-                self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
+                self._index = BinIndex(view, plan, insts, self.unit_s, reuse)
                 self._view, self._changed = view, changed
             self._index_plan = plan
             plan.on_cordon(self._index.discard)

@@ -158,7 +158,6 @@ class Binpack(Parametric):
 
     label = "binpack"
     PARAMS = (Param("dim", int, choices=(0, 1), labels=BINPACK_DIMS),)
-    general = False  # True: scan even on (cpu, mem), the index's reference (for the tests)
 
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim
@@ -201,7 +200,7 @@ class Binpack(Parametric):
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             return self._scan(view, plan, tasks)
         idx = self._sync(view)
         insts = self._insts

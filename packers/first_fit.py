@@ -8,9 +8,9 @@ instance per task, which grew as n^1.7 on a Google-like day.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
-from stratus.compose import Plan, first_fit
+from stratus.compose import Plan
 from stratus.model import Task
 from stratus.packers.free_index import LiveIndex, SlotRun
 from stratus.params import Parametric
@@ -24,7 +24,6 @@ class FirstFit(Parametric):
 
     label = "first-fit"
     PARAMS = ()
-    general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:
         self.reset()
@@ -59,8 +58,6 @@ class FirstFit(Parametric):
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if self.general:  # the reference the property tests compare the index with
-            return self._scan(view, plan, tasks, plan.cordoned)
         index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
@@ -80,8 +77,3 @@ class FirstFit(Parametric):
                 took(s, place(task, insts[s]))
         run.end()
         return left
-
-    @staticmethod
-    def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
-              cordoned: Collection[int] = ()) -> list[Task]:
-        return first_fit(plan, (i for i in view.instances if i.iid not in cordoned), tasks)

@@ -74,7 +74,6 @@ class KarpenterProvisioner(Parametric):
 
     label = "karpenter-provisioner"
     PARAMS = (Param("keep", bool),)
-    general = False  # True: first fit by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, keep: bool = True) -> None:
         self.keep = keep  # empty nodes are deleted by consolidation, not at once
@@ -87,7 +86,7 @@ class KarpenterProvisioner(Parametric):
         ref = view.catalog.max_capacity
         big = max(types, key=lambda t: sum(c / m for c, m in zip(t.capacity, ref)))
         order = sorted(tasks, key=by_size_desc)
-        if self.general or len(big.capacity) != 2:  # the tree holds (cpu, mem) only
+        if len(big.capacity) != 2:  # the tree holds (cpu, mem) only
             nodes = self._ffd_scan(view, types, big, order)
         else:
             nodes = self._ffd(view, types, big, order)

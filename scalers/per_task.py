@@ -135,7 +135,6 @@ class PerTaskScaler(Parametric):
     CPU or 1 for memory, or None; Stratus §4.3, §5.1)."""
 
     PARAMS = (Param("copack", int, choices=(0, 1), labels=BINPACK_DIMS, none=True),)
-    general = False  # True: copack by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
         self.choice = choice
@@ -168,9 +167,14 @@ class PerTaskScaler(Parametric):
                 if itype is not None:
                     plan.acquire(itype, (task,), market)
             return
-        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             self._copack_scan(plan, tasks, offer)
-            return
+        else:
+            self._copack_index(view, plan, tasks, offer)
+
+    def _copack_index(self, view: ClusterView, plan: Plan, tasks: Sequence[Task],
+                      offer: Offer | None) -> None:
+        """Copack on (cpu, mem) through the tick's ``BinpackIndex`` of new instances."""
         d = self.copack
         idx = self._idx
         if idx is None or idx.dim != d or idx.tree.cap <= view.catalog.max_capacity[d]:
