@@ -591,7 +591,6 @@ class RuntimeBinPacker(Parametric):
         """A new replay: instance ids start again."""
         self._index: BinIndex | None = None
         self._index_plan: Plan | None = None
-        self._view: ClusterView | None = None
         self._changed: set[int] | None = None  # the view's watch set, for ``sync``
 
     def index(self, view: ClusterView, plan: Plan) -> BinIndex:
@@ -600,7 +599,7 @@ class RuntimeBinPacker(Parametric):
         up to date from the view's changes (``BinIndex.sync``) when the view reports them;
         built anew for each plan otherwise (a hand-made view)."""
         if self._index_plan is not plan:
-            if self._index is not None and self._view is view and self._changed is not None:
+            if self._index is not None and self._changed is not None:
                 self._index.sync(view, plan, self._changed)
             else:
                 changed = view.watch_instances()
@@ -608,7 +607,7 @@ class RuntimeBinPacker(Parametric):
                 insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
                 reuse = self._index.entries if self._index is not None else None
                 self._index = BinIndex(view, plan, insts, self.unit_s, reuse)
-                self._view, self._changed = view, changed
+                self._changed = changed
             self._index_plan = plan
             plan.on_cordon(self._index.discard)
         return self._index

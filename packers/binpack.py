@@ -170,14 +170,12 @@ class Binpack(Parametric):
 
     def reset(self) -> None:
         """A new replay: drop the index of the last one's instances."""
-        self._view: ClusterView | None = None
         self._idx: BinpackIndex | None = None
         self._insts: dict[int, Instance] = {}
         self._seen: dict[int, Vec] = {}
 
     def _sync(self, view: ClusterView) -> BinpackIndex:
-        if view is not self._view or self._idx is None:
-            self._view = view
+        if self._idx is None:
             self._idx = BinpackIndex(view.catalog.max_capacity[self.dim], self.dim)
             self._insts, self._seen = {}, {}
         idx, insts, seen = self._idx, self._insts, self._seen

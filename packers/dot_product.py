@@ -204,7 +204,6 @@ class DotProductPacker(Parametric):
 
     def reset(self) -> None:
         """A new replay: instance ids start again."""
-        self._view: ClusterView | None = None
         self._lives: dict[str, LiveIndex] = {}
         self._index: DotIndex | None = None
         self._plan: Plan | None = None
@@ -214,9 +213,6 @@ class DotProductPacker(Parametric):
         HSpot's moves), without the cordoned instances, now or later in the plan."""
         if self._plan is plan and self._index is not None:
             return self._index
-        if view is not self._view:  # another replay: start afresh
-            self._view = view
-            self._lives = {}
         bl = plan.cordoned
         groups: dict[str, list[Instance]] = {t.name: [] for t in view.catalog}
         for inst in view.instances:  # age order within each type, as the indexes expect

@@ -30,7 +30,6 @@ class FirstFit(Parametric):
 
     def reset(self) -> None:
         """A new replay: instance ids start again."""
-        self._view: ClusterView | None = None
         self._index = LiveIndex()
         self._plan: Plan | None = None
 
@@ -40,10 +39,6 @@ class FirstFit(Parametric):
         Cordoned instances' slots are dead in the tree (Stratus §3.4), from the moment
         they are cordoned."""
         index = self._index
-        if view is not self._view:  # another replay: start afresh (as reset())
-            self._view, index = view, LiveIndex()
-            self._index = index
-            self._plan = None
         if plan is not self._plan:
             self._plan = plan
             index.sync(view.instances)

@@ -95,7 +95,6 @@ class PriceHopping(Parametric):
         self.tasks_hopped = 0
         self.hops_weighed = 0  # an instance whose load fits a cheaper type: a hop weighed
         self._timed = True  # (quiet: a hop was weighed against the remaining runtime)
-        self._view: ClusterView | None = None
         self._reset()
 
     def stats(self) -> dict:
@@ -157,9 +156,6 @@ class PriceHopping(Parametric):
 
     def _sync(self, view: ClusterView) -> None:
         caps = [t.capacity for t in view.catalog]
-        if view is not self._view:  # another replay: start afresh
-            self._view = view
-            self._reset()
         insts = self._insts
         for s in list(compress(count(), map(ne, map(free_of, insts), self._seen))):
             inst = insts[s]
