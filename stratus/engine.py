@@ -71,7 +71,6 @@ from stratus.model import (
     WAITING,
     Instance,
     Task,
-    sealed,
 )
 from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
@@ -568,12 +567,12 @@ class Engine:
         return max(math.ceil(when / tick - 1e-9) * tick, nxt)
 
     def decide(self) -> Decisions | None:
-        """One decision of the policy at a tick: it decides on the view, with instances and
-        tasks read-only meanwhile; its decisions are checked and applied. The live loop
-        (stratus.live) calls this too, on a state it keeps from what it observes.
+        """One decision of the policy at a tick: it decides on the view (instances and tasks
+        are read-only to it: a test checks it, stratus.testing.Sealed); its decisions are
+        checked and applied. The live loop (stratus.live) calls this too, on a state it
+        keeps from what it observes.
         ``on_decisions(t, dec)``, when set, sees each non-empty batch before it is applied."""
-        with sealed():
-            dec = self.scheduler.schedule(self.view)
+        dec = self.scheduler.schedule(self.view)
         if dec:
             if self.on_decisions is not None:
                 self.on_decisions(self.kernel.now, dec)
