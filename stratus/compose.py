@@ -255,7 +255,8 @@ class Scheduler(Protocol):
     * ``reset()``: at the start of every replay, before any other call. Forget everything
       from an earlier replay (counters, caches, indexes keyed by instance id, cursors), so
       that one object replays the same trace twice alike. Parts with such state implement
-      it too; ``ComposedScheduler`` forwards it.
+      it too (``Resets``); ``ComposedScheduler`` forwards it. It is the one sign of a new
+      replay: no part compares views to find out.
     * ``start(view)``: then, with the new replay's view, before the first tick.
     * ``stats()``: at the end, a dict merged into the replay's summary.
     """
@@ -267,7 +268,10 @@ class Scheduler(Protocol):
 
 
 class Packer(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """One extension point of a composed scheduler. Its parameters are declared in
+    ``PARAMS`` (``stratus.params.Declares``; a plug-in that declares none has those its
+    signature shows). Optional hooks, each a protocol of its own below: ``Resets``,
+    ``Starts``, ``Reports``; a migrator may add ``Quiets``."""
 
     name: str
 
@@ -307,7 +311,7 @@ class IndexedPacker(Packer, Protocol):
 
 
 class Scaler(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """Parameters and optional hooks as a ``Packer``'s."""
 
     name: str
 
@@ -316,7 +320,7 @@ class Scaler(Protocol):
 
 
 class Migrator(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """Parameters and optional hooks as a ``Packer``'s, and ``Quiets``."""
 
     name: str
 
