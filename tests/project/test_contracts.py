@@ -158,6 +158,7 @@ def _parsed(which: str) -> list[tuple[str, ast.AST]]:
     return out
 
 
+@pytest.mark.slow  # parses ~30 modules: half a second to a second on a busy machine
 def test_no_part_or_view_is_probed_with_getattr():
     found = [hit for rel, tree in _parsed("probe") if rel not in NOT_PROBES for hit in probes(tree, rel)]
     assert found == [], "declare it (stratus.view.ClusterView, stratus.compose) instead:\n" \
