@@ -114,15 +114,6 @@ class _Bin:
         self.job_fails: dict[int, list[tuple[int, ...]]] = {}
 
 
-def _forms(view: ClusterView, insts: list[Instance]) -> list[tuple]:
-    """The instances' remaining runtimes as forms; a view without ``instance_forms`` (a
-    hand-made one) gives constants that hold for this tick only."""
-    forms = getattr(view, "instance_forms", None)
-    if forms is not None:
-        return forms(insts)
-    return [(CONSTANT, r, 0.0, 0.0, _INF) for r in view.instances_remaining(insts)]
-
-
 class BinIndex:
     """Live instances by runtime bin, with tentative free capacity and remaining runtime
     kept up to date as tasks are placed on them during one tick.
@@ -135,27 +126,23 @@ class BinIndex:
     ends move."""
 
     def __init__(self, view: ClusterView, plan: Plan, instances: Iterable[Instance],
-                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None,
-                 general: bool = False) -> None:
-        """``reuse``: last tick's entries, refreshed in place instead of allocated anew;
-        ``general``: no unrolled (cpu, mem) path (the tests compare the two)."""
+                 unit_s: float = 1.0, reuse: dict[int, _Entry] | None = None) -> None:
+        """``reuse``: last tick's entries, refreshed in place instead of allocated anew."""
         self.unit_s = unit_s
-        self.now = now = getattr(view, "now", 0.0)
+        self.now = now = view.now
         ref = self.ref = view.catalog.max_capacity
         dims = self.dims = len(ref)
         entries: dict[int, _Entry] = {}
         self.entries = entries
         bins: dict[int, _Bin] = {}
         self.bins = bins
-        fast = dims == 2 and not general
         self._heap: list[tuple[float, int, int]] = []  # (until, stamp, iid): form ends
         self._stamp = 0
         self.touched: set[int] = set()  # ids changed by this tick's tentative placements
         old = reuse or {}
         insts = list(instances)
-        forms = _forms(view, insts)
+        forms = view.instance_forms(insts)
         planned = plan.changed_free()  # what this plan changed (nothing, when built first)
-        r0, r1 = (ref[0], ref[1]) if fast else (0, 0)
         heap = self._heap
         # one pass: bin lists are filled unsorted and sorted once at the end (the same
         # order as inserting one by one: keys are unique by instance id)
@@ -163,11 +150,7 @@ class BinIndex:
             iid = inst.iid
             form = (kind, a, dn, st)
             free = planned.get(iid, inst.free)
-            if fast:  # the common case, unrolled: availability(free, ref)
-                s0, s1 = free[0] / r0, free[1] / r1
-                avail = (s0 if s0 < s1 else s1, s0 + s1)
-            else:
-                avail = availability(free, ref)
+            avail = availability(free, ref)
             x = remaining_at(kind, a, dn, st, now) / unit_s
             b = frexp(x)[1] if x >= 1.0 else 0
             ready = inst.state == READY
@@ -235,7 +218,7 @@ class BinIndex:
                     self.discard(iid)
                 else:
                     live.append(inst)
-            for inst, form in zip(live, _forms(view, live)):
+            for inst, form in zip(live, view.instance_forms(live)):
                 self._refresh(inst, form)
         self._cross(now)
         for iid, free in plan.changed_free().items():  # earlier parts of this plan
@@ -598,7 +581,6 @@ class RuntimeBinPacker(Parametric):
 
     label = "runtime-binning"
     PARAMS = (UNIT_S,)
-    general = False  # True: no unrolled (cpu, mem) path in the index (for the tests)
 
     def __init__(self, unit_s: float = 1.0) -> None:
         self.unit_s = unit_s
@@ -609,7 +591,6 @@ class RuntimeBinPacker(Parametric):
         """A new replay: instance ids start again."""
         self._index: BinIndex | None = None
         self._index_plan: Plan | None = None
-        self._view: ClusterView | None = None
         self._changed: set[int] | None = None  # the view's watch set, for ``sync``
 
     def index(self, view: ClusterView, plan: Plan) -> BinIndex:
@@ -618,16 +599,15 @@ class RuntimeBinPacker(Parametric):
         up to date from the view's changes (``BinIndex.sync``) when the view reports them;
         built anew for each plan otherwise (a hand-made view)."""
         if self._index_plan is not plan:
-            if self._index is not None and self._view is view and self._changed is not None:
+            if self._index is not None and self._changed is not None:
                 self._index.sync(view, plan, self._changed)
             else:
-                watch = getattr(view, "watch_instances", None)
-                changed = watch() if watch is not None else None
+                changed = view.watch_instances()
                 bl = plan.cordoned
                 insts = [i for i in view.instances if i.iid not in bl] if bl else view.instances
                 reuse = self._index.entries if self._index is not None else None
-                self._index = BinIndex(view, plan, insts, self.unit_s, reuse, self.general)
-                self._view, self._changed = view, changed
+                self._index = BinIndex(view, plan, insts, self.unit_s, reuse)
+                self._changed = changed
             self._index_plan = plan
             plan.on_cordon(self._index.discard)
         return self._index

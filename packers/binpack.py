@@ -158,7 +158,6 @@ class Binpack(Parametric):
 
     label = "binpack"
     PARAMS = (Param("dim", int, choices=(0, 1), labels=BINPACK_DIMS),)
-    general = False  # True: scan even on (cpu, mem), the index's reference (for the tests)
 
     def __init__(self, dim: int = 0) -> None:
         self.dim = dim
@@ -171,14 +170,12 @@ class Binpack(Parametric):
 
     def reset(self) -> None:
         """A new replay: drop the index of the last one's instances."""
-        self._view: ClusterView | None = None
         self._idx: BinpackIndex | None = None
         self._insts: dict[int, Instance] = {}
         self._seen: dict[int, Vec] = {}
 
     def _sync(self, view: ClusterView) -> BinpackIndex:
-        if view is not self._view or self._idx is None:
-            self._view = view
+        if self._idx is None:
             self._idx = BinpackIndex(view.catalog.max_capacity[self.dim], self.dim)
             self._insts, self._seen = {}, {}
         idx, insts, seen = self._idx, self._insts, self._seen
@@ -201,7 +198,7 @@ class Binpack(Parametric):
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             return self._scan(view, plan, tasks)
         idx = self._sync(view)
         insts = self._insts

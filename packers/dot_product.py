@@ -105,14 +105,12 @@ class DotIndex:
         # grows while packing (anti-affinity)
         self.job_fails: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
-    general = False  # True: scan every slot instead of the trees (for the tests)
-
     def choose(self, req: Sequence[int], rem: float = 0.0, ready_only: bool = False,
                exclude: int = -1, avoid: Collection[int] = (), job: int | None = None
                ) -> _Entry | None:
         """``avoid``: instance ids the task may not go on (anti-affinity, ``Plan.avoid``
         for a flagged task of ``job``)."""
-        if self.general or len(req) != 2:  # the trees hold (cpu, mem) only
+        if len(req) != 2:  # the trees hold (cpu, mem) only
             return self._choose_scan(req, ready_only, exclude, avoid)
         r0, r1 = req[0], req[1]
         best, best_v, best_iid = None, -1.0, -1
@@ -206,7 +204,6 @@ class DotProductPacker(Parametric):
 
     def reset(self) -> None:
         """A new replay: instance ids start again."""
-        self._view: ClusterView | None = None
         self._lives: dict[str, LiveIndex] = {}
         self._index: DotIndex | None = None
         self._plan: Plan | None = None
@@ -216,9 +213,6 @@ class DotProductPacker(Parametric):
         HSpot's moves), without the cordoned instances, now or later in the plan."""
         if self._plan is plan and self._index is not None:
             return self._index
-        if view is not self._view:  # another replay: start afresh
-            self._view = view
-            self._lives = {}
         bl = plan.cordoned
         groups: dict[str, list[Instance]] = {t.name: [] for t in view.catalog}
         for inst in view.instances:  # age order within each type, as the indexes expect

@@ -8,11 +8,11 @@ instance per task, which grew as n^1.7 on a Google-like day.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
-from stratus.compose import Plan, first_fit
+from stratus.compose import Plan
 from stratus.model import Task
-from stratus.packers.free_index import DEAD, LiveIndex, SlotRun
+from stratus.packers.free_index import LiveIndex, SlotRun
 from stratus.params import Parametric
 from stratus.view import ClusterView
 
@@ -24,14 +24,12 @@ class FirstFit(Parametric):
 
     label = "first-fit"
     PARAMS = ()
-    general = False  # True: scan instead of the index (same answers; for the tests)
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
         """A new replay: instance ids start again."""
-        self._view: ClusterView | None = None
         self._index = LiveIndex()
         self._plan: Plan | None = None
 
@@ -41,32 +39,20 @@ class FirstFit(Parametric):
         Cordoned instances' slots are dead in the tree (Stratus §3.4), from the moment
         they are cordoned."""
         index = self._index
-        if view is not self._view:  # another replay: start afresh (as reset())
-            self._view, index = view, LiveIndex()
-            self._index = index
-            self._plan = None
         if plan is not self._plan:
             self._plan = plan
             index.sync(view.instances)
             for iid in plan.touched():  # capacity this tick's plan already promised
                 index.update(view.instance(iid), plan.free(view.instance(iid)))
 
-            def dead(iid: int, index: LiveIndex = index) -> None:
-                s = index.slot.get(iid)
-                if s is not None:
-                    index.seen[s] = None  # reload it at the next sync
-                    index.tree.set(s, DEAD, DEAD)
-
             for iid in plan.cordoned:
-                dead(iid)
-            plan.on_cordon(dead)
+                index.retire(iid)
+            plan.on_cordon(index.retire)
         return index
 
     def pack(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> list[Task]:
         if not tasks:
             return []
-        if self.general:  # the reference the property tests compare the index with
-            return self._scan(view, plan, tasks, plan.cordoned)
         index = self.index(view, plan)
         left = []
         find, took, insts, place = index.find, index.took, index.insts, plan.place
@@ -86,8 +72,3 @@ class FirstFit(Parametric):
                 took(s, place(task, insts[s]))
         run.end()
         return left
-
-    @staticmethod
-    def _scan(view: ClusterView, plan: Plan, tasks: Sequence[Task],
-              cordoned: Collection[int] = ()) -> list[Task]:
-        return first_fit(plan, (i for i in view.instances if i.iid not in cordoned), tasks)

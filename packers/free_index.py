@@ -256,6 +256,30 @@ class LiveIndex:
         self.seen[s] = free
         self.tree.set(s, free[0], free[1])
 
+    def retire(self, iid: int) -> None:
+        """No answer is instance ``iid`` for the rest of this tick (cordoned, or deleted):
+        its slot is dead in the tree and reloaded from the view at the next ``sync``."""
+        s = self.slot.get(iid)
+        if s is not None:
+            self.seen[s] = None
+            self.tree.set(s, DEAD, DEAD)
+
+    def hide(self, s: int) -> None:
+        """Slot ``s`` answers nothing until ``restore`` (a trial without it); its free
+        capacity is kept."""
+        self.tree.set(s, DEAD, DEAD)
+
+    def restore(self, s: int, free: Vec | None = None) -> None:
+        """Slot ``s`` has ``free`` again (default: what it had before ``hide``): undoes a
+        trial's ``took`` and ``hide``. Room came back, so earlier answers are no lower
+        bounds any more."""
+        if free is None:
+            free = self.seen[s]
+        else:
+            self.seen[s] = free
+        self.tree.set(s, *free)
+        self._after.clear()
+
     def update(self, inst: Instance, free: Vec) -> None:
         """``inst`` now has ``free`` (e.g. after a tentative placement)."""
         s = self.slot[inst.iid]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from stratus.compose import Migrator, Part, Plan, part_hooks
+from stratus.compose import Migrator, Part, Plan, Quiets, flat_stats, part_hooks, part_list
 from stratus.view import ClusterView
 
 
@@ -40,15 +40,18 @@ class MigratorChain(Part):
         a part cannot say."""
         until, prices = math.inf, False
         for p in self.parts:
-            quiet = getattr(p, "quiet", None)
-            if quiet is None:
+            if not isinstance(p, Quiets):
                 return -math.inf, True
-            u, q = quiet(view)
+            u, q = p.quiet(view)
             until, prices = min(until, u), prices or q
         return until, prices
 
     def stats(self) -> dict:
-        out: dict = {}
-        for _, _, stats in map(part_hooks, self.parts):
-            out.update(stats())
-        return out
+        """The parts' statistics, flat, none overwriting another's
+        (``stratus.compose.flat_stats``; a composed scheduler lists each part itself)."""
+        by_key: dict[str, dict] = {}
+        for key, p in part_list("migrator", self):
+            while key in by_key:
+                key = f"{key}{sum(k.startswith(key) for k in by_key) + 1}"
+            by_key[key] = part_hooks(p)[2]()
+        return flat_stats(by_key)

@@ -65,7 +65,7 @@ class InstanceClearing(Part, Parametric):
         self.tasks_migrated = 0
         # incremental: with a view that reports changes (ClusterView.watch_instances), an
         # instance is looked at again only when it or this tick's plan changed it
-        self._view: ClusterView | None = None
+        self._watching = False  # asked the view for its watch set this replay
         self._changed: set[int] | None = None
         self._tick = 0
         self._since: dict[int, int] = {}  # iid -> the tick from which it has been low
@@ -87,10 +87,9 @@ class InstanceClearing(Part, Parametric):
         return all((c - f) < thr * c for c, f in zip(inst.itype.capacity, free))
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
-        if self._view is not view:
-            self._view = view
-            watch = getattr(view, "watch_instances", None)
-            self._changed = watch() if watch is not None else None
+        if not self._watching:  # the first tick of this replay (reset() starts one)
+            self._watching = True
+            self._changed = view.watch_instances()
             self._tick, self._since, self._last = 0, {}, None
         cands = self._scan(view, plan) if self._changed is None else self._watched(view, plan)
         if not cands:
@@ -224,7 +223,7 @@ class InstanceClearing(Part, Parametric):
             for d, r in enumerate(t.req):
                 need[d] += r
         now_price = view.price(inst.itype, inst.market)
-        sp = getattr(view, "savings_plan", None)
+        sp = view.savings_plan
         if sp is None:
             options = [(t, view.market, view.price(t)) for t in view.acquirable_types()]
         else:

@@ -131,7 +131,7 @@ class CostEfficiencyScaler(Parametric):
         self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
-        sp = getattr(view, "savings_plan", None)
+        sp = view.savings_plan
         if sp is None:
             types = view.acquirable_types()  # spot types above their bid: revoked at once
             if not types:

@@ -94,7 +94,7 @@ class PriceHopping(Parametric):
         self.hops = 0
         self.tasks_hopped = 0
         self.hops_weighed = 0  # an instance whose load fits a cheaper type: a hop weighed
-        self._view: ClusterView | None = None
+        self._timed = True  # (quiet: a hop was weighed against the remaining runtime)
         self._reset()
 
     def stats(self) -> dict:
@@ -156,9 +156,6 @@ class PriceHopping(Parametric):
 
     def _sync(self, view: ClusterView) -> None:
         caps = [t.capacity for t in view.catalog]
-        if view is not self._view:  # another replay: start afresh
-            self._view = view
-            self._reset()
         insts = self._insts
         for s in list(compress(count(), map(ne, map(free_of, insts), self._seen))):
             inst = insts[s]
@@ -193,7 +190,7 @@ class PriceHopping(Parametric):
         """Until an event, a price change included, when no group had a cheaper target
         this tick; else never (whether a hop pays depends on the remaining runtime, which
         the clock changes) (stratus.compose.ComposedScheduler.quiet)."""
-        return -math.inf if getattr(self, "_timed", True) else math.inf, True
+        return -math.inf if self._timed else math.inf, True
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         self._sync(view)
@@ -207,7 +204,7 @@ class PriceHopping(Parametric):
         spin = (lo + hi) / 2
         planned: set[int] | None = None
         offer = None
-        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+        if view.savings_plan is not None:  # at the margin (scalers.marginal)
             offer = Offer(view, plan, ok)
             index = {t.name: i for i, t in enumerate(catalog)}
         t_market = None  # the replay's market, without a plan

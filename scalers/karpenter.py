@@ -74,7 +74,6 @@ class KarpenterProvisioner(Parametric):
 
     label = "karpenter-provisioner"
     PARAMS = (Param("keep", bool),)
-    general = False  # True: first fit by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, keep: bool = True) -> None:
         self.keep = keep  # empty nodes are deleted by consolidation, not at once
@@ -87,12 +86,12 @@ class KarpenterProvisioner(Parametric):
         ref = view.catalog.max_capacity
         big = max(types, key=lambda t: sum(c / m for c, m in zip(t.capacity, ref)))
         order = sorted(tasks, key=by_size_desc)
-        if self.general or len(big.capacity) != 2:  # the tree holds (cpu, mem) only
+        if len(big.capacity) != 2:  # the tree holds (cpu, mem) only
             nodes = self._ffd_scan(view, types, big, order)
         else:
             nodes = self._ffd(view, types, big, order)
         offer = None
-        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+        if view.savings_plan is not None:  # at the margin (scalers.marginal)
             offer = Offer(view, plan, types)
         for members in nodes:
             need = [sum(col) for col in zip(*(t.req for t in members))]
@@ -238,24 +237,21 @@ class KarpenterConsolidation(Parametric):
         self._sig, self._since = new_sig, new_since
         if not cands:
             return
-        releases = plan.decisions.releases
         allowed = math.ceil(self.budget * n_live) - len(draining)
         busy = []
         for inst in cands:
             if inst.tasks:
                 busy.append(inst)
             elif inst.keep:
-                releases.append(inst)  # empty and settled
+                plan.release(inst)  # empty and settled
                 self.empty_deleted += 1
-                s = idx.slot[inst.iid]  # not a target for moves any more
-                idx.seen[s] = None
-                idx.tree.set(s, DEAD, DEAD)
+                idx.retire(inst.iid)  # not a target for moves any more
         if allowed <= 0 or not busy:
             return
         busy.sort(key=lambda i: (len(i.tasks), i.iid))
         types = view.acquirable_types() if self.replace else []
         offer = None
-        if self.replace and getattr(view, "savings_plan", None) is not None:
+        if self.replace and view.savings_plan is not None:
             offer = Offer(view, plan, types)  # replacements at the margin (scalers.marginal)
         for inst in busy:
             if allowed <= 0:
@@ -272,8 +268,8 @@ class KarpenterConsolidation(Parametric):
             if view.location(t) is not inst or view.state(t) != RUNNING or view.is_migrating(t):
                 return False
         me = idx.slot[inst.iid]
-        tree, seen, insts = idx.tree, idx.seen, idx.insts
-        tree.set(me, DEAD, DEAD)  # simulate without the node itself
+        seen, insts = idx.seen, idx.insts
+        idx.hide(me)  # simulate without the node itself
         moved: list[tuple[Task, int, Vec]] = []  # (task, slot, its free before)
         rest: list[Task] = []
         for t in sorted(tasks, key=by_size_desc):
@@ -295,10 +291,8 @@ class KarpenterConsolidation(Parametric):
             itype = cheapest_fitting(view, types, need, below=view.price(inst.itype, inst.market))
         if rest and itype is None:  # neither deletable nor replaceable: undo
             for _, s, before in reversed(moved):
-                seen[s] = before
-                tree.set(s, *before)
-            tree.set(me, *seen[me])
-            idx._after.clear()  # capacity grew back: earlier answers are no bounds now
+                idx.restore(s, before)
+            idx.restore(me)
             return False
         for t, s, _ in moved:
             plan.migrate(t, insts[s])
@@ -310,6 +304,6 @@ class KarpenterConsolidation(Parametric):
         else:
             self.nodes_deleted += 1
         plan.cordon(inst)  # tainted: no new tasks; its slot stays dead, reloaded next sync
-        plan.decisions.keep[inst.iid] = False  # released as soon as the last task leaves
+        plan.keep(inst, False)  # released as soon as the last task leaves
         self.tasks_migrated += len(tasks)
         return True

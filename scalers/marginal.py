@@ -127,7 +127,7 @@ class Offer:
 
 def offer(view, plan, types: Sequence[InstanceType]) -> Offer | None:
     """An ``Offer`` under a savings plan; None without one (the caller's own path)."""
-    if getattr(view, "savings_plan", None) is None:
+    if view.savings_plan is None:
         return None
     return Offer(view, plan, types)
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from stratus.base.resources import Vec, fits
-from stratus.compose import Plan
+from stratus.compose import Plan, Resets
 from stratus.model import Task
 from stratus.packers.binpack import BINPACK_DIMS, BinpackIndex, JobRun
 from stratus.params import Param, Parametric
@@ -50,7 +50,8 @@ class TypeChoice(Protocol):
     def choose(self, req: Vec) -> InstanceType | None:
         """The type to acquire for a task of request ``req`` (None: none fits; it waits;
         Stratus §3.3 bids the on-demand price, so a type above it is not acquirable).
-        A choice with state kept across ticks also has ``reset()`` (a new replay)."""
+        A choice with state kept across ticks also implements ``Resets`` (a new replay:
+        ``reset()``, stratus.compose)."""
 
     def pick(self, req: Vec, offer: Offer) -> tuple[InstanceType, str] | None:
         """Under a savings plan: the (type, market) to acquire in, at marginal prices
@@ -134,7 +135,6 @@ class PerTaskScaler(Parametric):
     CPU or 1 for memory, or None; Stratus §4.3, §5.1)."""
 
     PARAMS = (Param("copack", int, choices=(0, 1), labels=BINPACK_DIMS, none=True),)
-    general = False  # True: copack by a scan even on (cpu, mem) (for the tests)
 
     def __init__(self, choice: TypeChoice, copack: int | None = None) -> None:
         self.choice = choice
@@ -152,14 +152,14 @@ class PerTaskScaler(Parametric):
         return self.label + copack
 
     def reset(self) -> None:
-        if hasattr(self.choice, "reset"):
+        if isinstance(self.choice, Resets):
             self.choice.reset()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         choice = self.choice
         choice.begin(view)
         offer = None
-        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+        if view.savings_plan is not None:  # at the margin (scalers.marginal)
             offer = Offer(view, plan, view.acquirable_types())
         if self.copack is None or not tasks:
             for task in tasks:
@@ -167,9 +167,14 @@ class PerTaskScaler(Parametric):
                 if itype is not None:
                     plan.acquire(itype, (task,), market)
             return
-        if self.general or len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
+        if len(tasks[0].req) != 2:  # the index is written for (cpu, mem)
             self._copack_scan(plan, tasks, offer)
-            return
+        else:
+            self._copack_index(view, plan, tasks, offer)
+
+    def _copack_index(self, view: ClusterView, plan: Plan, tasks: Sequence[Task],
+                      offer: Offer | None) -> None:
+        """Copack on (cpu, mem) through the tick's ``BinpackIndex`` of new instances."""
         d = self.copack
         idx = self._idx
         if idx is None or idx.dim != d or idx.tree.cap <= view.catalog.max_capacity[d]:

@@ -90,7 +90,7 @@ class GreedyConstrainedScaler(Parametric):
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
         types = view.acquirable_types()  # spot types above their bid would be revoked at once
         offer = None
-        if getattr(view, "savings_plan", None) is not None:  # at the margin (scalers.marginal)
+        if view.savings_plan is not None:  # at the margin (scalers.marginal)
             offer = Offer(view, plan, types)
             pairs = offer.pairs
             types, markets = [t for t, _ in pairs], [m for _, m in pairs]

@@ -61,7 +61,7 @@ class CheapestPerTask(Parametric):
         self.check_init()
 
     def scale(self, view: ClusterView, plan: Plan, tasks: Sequence[Task]) -> None:
-        if getattr(view, "savings_plan", None) is not None:
+        if view.savings_plan is not None:
             self._scale_at_margin(view, plan, tasks)
             return
         types = by_price(view, self.bid_factor)

@@ -173,7 +173,7 @@ class Cloud:
         """An instance other than an idle reserved one is live."""
         if len(self.alive) > self.n_reserved:
             return True
-        return self.n_reserved > 0 and any(i._tasks for i in self.reserved.values())
+        return self.n_reserved > 0 and any(i.tasks for i in self.reserved.values())
 
     def ready(self, inst: Instance, t: float) -> None:
         """The instance is up: running, and from now on subject to crashes."""

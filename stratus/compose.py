@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import sub
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -118,12 +118,21 @@ class Plan:
         self.decisions.migrations.append(Migrate(task, dest))
         return left
 
+    def release(self, inst: Instance) -> None:
+        """Release ``inst`` (idle: e.g. a kept node that has settled empty)."""
+        self.decisions.releases.append(inst)
+
+    def keep(self, inst: Instance, keep: bool = True) -> None:
+        """Keep ``inst`` when it goes idle (``keep``), or release it as soon as its last
+        task leaves (not ``keep``)."""
+        self.decisions.keep[inst.iid] = keep
+
     def savings_headroom(self) -> float | None:
         """The savings plan's headroom (``ClusterView.savings_headroom``, $/h) less the
         discounted rate of this plan's on-demand acquisitions so far; None without a plan
         (stratus.savings)."""
         view = self.view
-        sp = getattr(view, "savings_plan", None)
+        sp = view.savings_plan
         if sp is None:
             return None
         h = view.savings_headroom()
@@ -246,7 +255,8 @@ class Scheduler(Protocol):
     * ``reset()``: at the start of every replay, before any other call. Forget everything
       from an earlier replay (counters, caches, indexes keyed by instance id, cursors), so
       that one object replays the same trace twice alike. Parts with such state implement
-      it too; ``ComposedScheduler`` forwards it.
+      it too (``Resets``); ``ComposedScheduler`` forwards it. It is the one sign of a new
+      replay: no part compares views to find out.
     * ``start(view)``: then, with the new replay's view, before the first tick.
     * ``stats()``: at the end, a dict merged into the replay's summary.
     """
@@ -258,7 +268,10 @@ class Scheduler(Protocol):
 
 
 class Packer(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """One extension point of a composed scheduler. Its parameters are declared in
+    ``PARAMS`` (``stratus.params.Declares``; a plug-in that declares none has those its
+    signature shows). Optional hooks, each a protocol of its own below: ``Resets``,
+    ``Starts``, ``Reports``; a migrator may add ``Quiets``."""
 
     name: str
 
@@ -298,7 +311,7 @@ class IndexedPacker(Packer, Protocol):
 
 
 class Scaler(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """Parameters and optional hooks as a ``Packer``'s."""
 
     name: str
 
@@ -307,12 +320,55 @@ class Scaler(Protocol):
 
 
 class Migrator(Protocol):
-    """Optional hooks as a ``Scheduler``'s: ``reset()``, ``start(view)``, ``stats()``."""
+    """Parameters and optional hooks as a ``Packer``'s, and ``Quiets``."""
 
     name: str
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:
         """Move running tasks (e.g. to clear under-used instances)."""
+
+
+# --- optional hooks: one small protocol each (as the Kubernetes scheduling framework's
+# extension points); a part implements those it needs, and is asked through them only
+
+@runtime_checkable
+class Resets(Protocol):
+    def reset(self) -> None:
+        """A new replay, before any other call: forget ids, counts, caches, cursors."""
+
+
+@runtime_checkable
+class Starts(Protocol):
+    def start(self, view: ClusterView) -> None:
+        """The new replay's view, before the first tick."""
+
+
+@runtime_checkable
+class Reports(Protocol):
+    def stats(self) -> dict:
+        """This replay's counts, by name (namespaced by part in the summary: ``part_stats``)."""
+
+
+@runtime_checkable
+class Quiets(Protocol):
+    def quiet(self, view: ClusterView) -> tuple[float, bool]:
+        """(until, prices): see ``ComposedScheduler.quiet``."""
+
+
+@runtime_checkable
+class Composite(Protocol):
+    """A part made of parts (``scalers.chain.MigratorChain``): each is listed on its own
+    (parameters, statistics)."""
+
+    parts: tuple
+
+
+@runtime_checkable
+class Keyed(Protocol):
+    """A part whose parameters and statistics go under its own ``key`` (e.g.
+    ``clearing``) instead of its role."""
+
+    key: str
 
 
 class Part:
@@ -336,8 +392,33 @@ _NO_OPS = Part()
 
 def part_hooks(part) -> tuple:
     """``part``'s (reset, start, stats), its own or Part's no-ops: looked up once."""
-    return tuple(getattr(part, h, None) or getattr(_NO_OPS, h)
-                 for h in ("reset", "start", "stats"))
+    return (part.reset if isinstance(part, Resets) else _NO_OPS.reset,
+            part.start if isinstance(part, Starts) else _NO_OPS.start,
+            part.stats if isinstance(part, Reports) else _NO_OPS.stats)
+
+
+def flat_stats(by_part: Mapping[str, Mapping]) -> dict:
+    """The parts' statistics (``{part key: {name: value}}``) as one flat dict, as the
+    summary shows them: a name one part reports keeps its name; a name several report
+    goes under each one's key (``clearing.tasks_migrated``, ``migrator.tasks_migrated``),
+    so that no part's count overwrites another's."""
+    count: dict[str, int] = {}
+    for stats in by_part.values():
+        for name in stats:
+            count[name] = count.get(name, 0) + 1
+    out: dict = {}
+    for key, stats in by_part.items():
+        for name, v in stats.items():
+            out[name if count[name] == 1 else f"{key}.{name}"] = v
+    return out
+
+
+def part_list(role: str, part) -> list[tuple[str, object]]:
+    """(key, part) for ``part`` (of ``role``), or for each of its parts if it has some."""
+    if part is None:
+        return []
+    parts = part.parts if isinstance(part, Composite) else (part,)
+    return [(p.key if isinstance(p, Keyed) else role, p) for p in parts]
 
 
 class ComposedScheduler:
@@ -392,11 +473,13 @@ class ComposedScheduler:
             self.migrator.migrate(view, plan)
         return plan.decisions
 
+    def part_stats(self) -> dict[str, dict]:
+        """Each part's statistics under its key (``parts``)."""
+        return {key: part_hooks(p)[2]() for key, p in self.parts().items()}
+
     def stats(self) -> dict:
-        out: dict = {}
-        for _, _, stats in self._hooks:
-            out.update(stats())
-        return out
+        """The parts' statistics, flat (``flat_stats``): merged into the summary."""
+        return flat_stats(self.part_stats())
 
     def quiet(self, view: ClusterView) -> tuple[float, bool]:
         """(until, prices): with nothing pending, this scheduler's ticks decide nothing
@@ -408,8 +491,8 @@ class ComposedScheduler:
         asked after its ``migrate`` this tick); one that does not is asked every tick."""
         if self.migrator is None:
             return math.inf, False
-        quiet = getattr(self.migrator, "quiet", None)
-        return (-math.inf, True) if quiet is None else quiet(view)
+        m = self.migrator
+        return m.quiet(view) if isinstance(m, Quiets) else (-math.inf, True)
 
     def parts(self) -> dict[str, object]:
         """The parts by the key their parameters go under: a part's own ``key`` (e.g.
@@ -417,8 +500,7 @@ class ComposedScheduler:
         out: dict[str, object] = {}
         for role, part in (("packer", self.packer), ("scaler", self.scaler),
                            ("migrator", self.migrator)):
-            for p in getattr(part, "parts", None) or ((part,) if part is not None else ()):
-                key = getattr(p, "key", None) or role
+            for key, p in part_list(role, part):
                 while key in out:  # two parts of one role: migrator, migrator2
                     key = f"{key}{sum(k.startswith(key) for k in out) + 1}"
                 out[key] = p

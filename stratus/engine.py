@@ -71,7 +71,6 @@ from stratus.model import (
     WAITING,
     Instance,
     Task,
-    sealed,
 )
 from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
@@ -80,7 +79,7 @@ from stratus.result import ReplayResult
 from stratus.savings import SavingsPlan, check_plan
 from stratus.taskbook import TaskBook, Workload
 from stratus.traces.schema import Trace
-from stratus.view import ClusterView
+from stratus.view import EngineView
 from stratus.waiting_gate import ReservedGate, Waiting
 
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
@@ -232,7 +231,7 @@ class Engine:
         # the Actuator's acquire is the cloud's request itself: no layer between, once a task
         self.acquire = self.cloud.request
         self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
-        self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
+        self.view = EngineView(k, cfg, self.book, self.cloud, self.migration_duration)
         for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self._on_finish),
                               (EV_MIGRATED, self._on_migrated), (EV_REVOKE, self._on_revoke),
                               (EV_CRASH, self._on_crash),
@@ -568,12 +567,12 @@ class Engine:
         return max(math.ceil(when / tick - 1e-9) * tick, nxt)
 
     def decide(self) -> Decisions | None:
-        """One decision of the policy at a tick: it decides on the view, with instances and
-        tasks read-only meanwhile; its decisions are checked and applied. The live loop
-        (stratus.live) calls this too, on a state it keeps from what it observes.
+        """One decision of the policy at a tick: it decides on the view (instances and tasks
+        are read-only to it: a test checks it, stratus.testing.Sealed); its decisions are
+        checked and applied. The live loop (stratus.live) calls this too, on a state it
+        keeps from what it observes.
         ``on_decisions(t, dec)``, when set, sees each non-empty batch before it is applied."""
-        with sealed():
-            dec = self.scheduler.schedule(self.view)
+        dec = self.scheduler.schedule(self.view)
         if dec:
             if self.on_decisions is not None:
                 self.on_decisions(self.kernel.now, dec)

@@ -58,7 +58,7 @@ def reference_wait(gate, task, t: float, limit: float, tick: float = 0.0) -> flo
     ends: list[tuple[float, int, int, tuple]] = []
     seq = 0
     for k, inst in enumerate(gate.reserved):
-        for other in inst._tasks.values():
+        for other in inst.tasks.values():
             o = other.tid
             rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
             heappush(ends, (on_tick(t + max(rem, 0.0), tick), seq, k, other.req))
@@ -113,7 +113,7 @@ class Forecast:
         # what runs on the reserved instances now: its estimated end, row and request
         self.ends: list[tuple[float, int, tuple]] = []
         for k, inst in enumerate(gate.reserved):
-            for other in inst._tasks.values():
+            for other in inst.tasks.values():
                 o = other.tid
                 rem = est[o] - done[o] - (t - start[o] if start[o] == start[o] else 0.0)
                 self.ends.append((on_tick(t + max(rem, 0.0), tick), k, other.req))

@@ -2,15 +2,13 @@
 in ReplayResult.jobs).
 
 Tasks come from a trace and never change. Instances belong to the engine: policies see
-them through the read-only cluster view and decide through ``Decisions``. While a policy
-decides (``sealed``), changing an attribute of an instance or a task raises a
-DecisionError, and an instance's ``tasks`` is a read-only mapping.
+them through the read-only cluster view and decide through ``Decisions``; an instance's
+``tasks`` is a read-only mapping. A policy must not set an attribute of either (a test
+catches one that does: ``stratus.testing.sealed``).
 """
 
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
 from types import MappingProxyType
 
 from stratus.base.resources import Vec
@@ -96,49 +94,12 @@ class Instance:
     def capacity(self) -> Vec:
         return self.itype.capacity
 
+    def add_task(self, task: Task) -> None:
+        """Record that ``task`` holds resources here (``tasks``); ``free`` is the caller's
+        to set. For whoever builds instances by hand (``stratus.testing.StaticView``); a
+        policy never calls it."""
+        self._tasks[task.tid] = task
+
     def __repr__(self) -> str:
         return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "
                 f"{INSTANCE_STATES[self.state]}, tasks={len(self._tasks)})")
-
-
-# --- read-only while a policy decides -------------------------------------------------------
-_SEALED = threading.local()  # per thread: replays in other threads write on undisturbed
-_LOCK = threading.Lock()
-_INSTALLED = [0]
-
-
-def _guarded_setattr(self, name: str, value) -> None:
-    if getattr(_SEALED, "on", False):
-        try:  # a new object (a policy may build a Task to ask about) sets its slots once
-            object.__getattribute__(self, name)
-        except AttributeError:
-            object.__setattr__(self, name, value)
-            return
-        from stratus.base.errors import DecisionError
-
-        raise DecisionError(f"a policy set {type(self).__name__}.{name} on {self!r}: instances "
-                            f"and tasks belong to the engine; decide through Decisions "
-                            f"(e.g. Acquire(keep=True), Decisions.keep, releases)")
-    object.__setattr__(self, name, value)
-
-
-@contextmanager
-def sealed():
-    """Instances and tasks read-only in this thread for the duration (a policy's
-    ``schedule(view)``): a setter is installed on the two classes only while some thread
-    is inside, so the engine's own writes cost nothing extra the rest of the time."""
-    with _LOCK:
-        if _INSTALLED[0] == 0:
-            Instance.__setattr__ = _guarded_setattr
-            Task.__setattr__ = _guarded_setattr
-        _INSTALLED[0] += 1
-    _SEALED.on = True
-    try:
-        yield
-    finally:
-        _SEALED.on = False
-        with _LOCK:
-            _INSTALLED[0] -= 1
-            if _INSTALLED[0] == 0:
-                del Instance.__setattr__
-                del Task.__setattr__

@@ -16,6 +16,7 @@ import inspect
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import Protocol, runtime_checkable
 
 from stratus.base.errors import ConfigError
 
@@ -152,10 +153,12 @@ def _inferred(part) -> tuple[Param, ...]:
         return ()
     out = []
     for name, p in sig.parameters.items():
-        if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or \
-                not hasattr(part, name):
+        if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        v = getattr(part, name)
+        try:  # read back from the attribute of that name, as sklearn's get_params
+            v = getattr(part, name)
+        except AttributeError:  # an argument it does not keep: not a parameter
+            continue
         ann = str(p.annotation)
         if v is None and ("float" in ann or "int" in ann):
             out.append(Param(name, float if "float" in ann else int, none=True))
@@ -168,8 +171,8 @@ def _inferred(part) -> tuple[Param, ...]:
 def declared(part) -> dict[str, Param]:
     """The parameters of one part by name: its ``PARAMS``, else those its signature
     shows."""
-    params = getattr(type(part), "PARAMS", None)
-    return {p.name: p for p in (_inferred(part) if params is None else params)}
+    params = part.PARAMS if isinstance(part, Declares) else _inferred(part)
+    return {p.name: p for p in params}
 
 
 def part_params(part) -> dict:
@@ -189,11 +192,25 @@ def set_part_params(part, where: str, params: dict) -> None:
             raise ConfigError(f"{where}.{name}: not a parameter (known: "
                               f"{', '.join(sorted(known)) or 'none'})")
         new[name] = p.check(value, f"{where}.{name}")
-    check = getattr(part, "check_params", None)
-    if check is not None:
-        check({**part_params(part), **new}, where)
+    if isinstance(part, ChecksParams):
+        part.check_params({**part_params(part), **new}, where)
     for name, v in new.items():
         setattr(part, name, v)
+
+
+@runtime_checkable
+class Declares(Protocol):
+    """A part that declares its parameters (``Parametric`` does)."""
+
+    PARAMS: tuple[Param, ...]
+
+
+@runtime_checkable
+class ChecksParams(Protocol):
+    """A part that checks its values together, for what no one parameter says."""
+
+    def check_params(self, values: dict, where: str) -> None:
+        """Raise a ConfigError naming ``where`` if ``values`` do not go together."""
 
 
 class Parametric:

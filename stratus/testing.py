@@ -13,25 +13,86 @@ and check the ``Decisions``::
     assert decisions.placements[0].instance is a
 
 The engine's rules still apply to what a policy may do with it: instances and tasks are
-read-only (``stratus.model.sealed`` is on while you call ``schedule`` through ``decide``).
+read-only (``sealed`` is on while you call ``schedule`` through ``decide``). To check that a
+policy keeps to that in a whole replay, replay ``Sealed(scheduler)``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
+from stratus.base.errors import DecisionError
 from stratus.base.resources import to_units
 from stratus.estimators import remaining_estimate
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
-from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task, sealed
+from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
 from stratus.savings import SavingsPlan, marginal_price
 from stratus.view import CONSTANT
 
 MIB_BITS = 8 * 1024 * 1024
+
+
+# --- read-only while a policy decides: a check for tests, not the engine's cost -------------
+_SEALED = threading.local()  # per thread: replays in other threads write on undisturbed
+_LOCK = threading.Lock()
+_INSTALLED = [0]
+
+
+def _guarded_setattr(self, name: str, value) -> None:
+    if getattr(_SEALED, "on", False):
+        try:  # a new object (a policy may build a Task to ask about) sets its slots once
+            object.__getattribute__(self, name)
+        except AttributeError:
+            object.__setattr__(self, name, value)
+            return
+        raise DecisionError(f"a policy set {type(self).__name__}.{name} on {self!r}: instances "
+                            f"and tasks belong to the engine; decide through Decisions "
+                            f"(e.g. Acquire(keep=True), Decisions.keep, releases)")
+    object.__setattr__(self, name, value)
+
+
+@contextmanager
+def sealed() -> Iterator[None]:
+    """Instances and tasks read-only in this thread for the duration (a policy's
+    ``schedule(view)``): setting an attribute of one raises a DecisionError. A setter is
+    installed on the two classes only while some thread is inside."""
+    with _LOCK:
+        if _INSTALLED[0] == 0:
+            Instance.__setattr__ = _guarded_setattr
+            Task.__setattr__ = _guarded_setattr
+        _INSTALLED[0] += 1
+    _SEALED.on = True
+    try:
+        yield
+    finally:
+        _SEALED.on = False
+        with _LOCK:
+            _INSTALLED[0] -= 1
+            if _INSTALLED[0] == 0:
+                del Instance.__setattr__
+                del Task.__setattr__
+
+
+class Sealed:
+    """``scheduler`` for a replay in a test: each ``schedule(view)`` runs ``sealed``, so a
+    policy that sets an attribute of an instance or a task (behind ``Decisions``) stops
+    the replay with a DecisionError. Everything else is the scheduler's own."""
+
+    def __init__(self, scheduler) -> None:
+        self.scheduler = scheduler
+
+    def schedule(self, view):
+        with sealed():
+            return self.scheduler.schedule(view)
+
+    def __getattr__(self, name: str):  # name, reset, start, stats, quiet, ...: its own
+        return getattr(self.scheduler, name)
 
 
 def task(tid: int, cpu: float = 1.0, mem: float = 4.0, job: int | None = None,
@@ -99,7 +160,7 @@ class StaticView:
             inst.state = REQUESTED
         free = list(t.capacity)
         for task, elapsed, estimate in tasks:
-            inst._tasks[task.tid] = task
+            inst.add_task(task)
             free = [f - r for f, r in zip(free, task.req)]
             if min(free) < 0:
                 raise ValueError(f"{task!r} does not fit on {t.name} with the others")

@@ -34,7 +34,7 @@ from stratus.model import DONE, PENDING, READY, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
 from stratus.taskbook import TaskBook
-from stratus.view import ClusterView
+from stratus.view import EngineView
 
 
 class Shortage(Exception):
@@ -205,7 +205,7 @@ class Mirror(Engine):
         self.acct = Accounting(len(cfg.catalog.types[0].capacity), False)
         self.acquire = self.cloud.request
         self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
-        self.view = ClusterView(k, cfg, self.book, self.cloud, self.migration_duration)
+        self.view = EngineView(k, cfg, self.book, self.cloud, self.migration_duration)
         self.gate = None
         self.ran_on = None  # what ran where: reserved instances only (refused above)
         self.ticks = 0

@@ -20,6 +20,7 @@ from stratus.model import READY, Instance
 from stratus.packers.binning import BinIndex
 from stratus.pricing.catalog import M4
 from stratus.traces.schema import Trace, validate_frame
+from tests.helpers import views
 from tests.helpers.invariants import check_invariants
 
 # the integer bound has its own tests (conftest.no_integer_bound)
@@ -236,16 +237,11 @@ def test_flags_ignored_without_the_column_and_with_the_rule_off():
 
 
 # --- runtime binning's failure memo under anti-affinity ---------------------------------------
-class FakeView:
-    """What BinIndex reads of a view."""
-
-    catalog = M4
+class FakeView(views.FakeView):
+    """Hand-made instances with remaining runtimes by id."""
 
     def __init__(self, instances, remaining):
-        self.instances, self._rem = instances, remaining
-
-    def instances_remaining(self, insts):
-        return [self._rem[i.iid] for i in insts]
+        super().__init__(instances, remaining=remaining)
 
 
 def instance(iid, itype, free):

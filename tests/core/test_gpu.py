@@ -14,17 +14,12 @@ from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, StratusError, TraceError
 from stratus.base.resources import request_units, to_units
 from stratus.engine import Engine, ReplayConfig
-from stratus.packers.binning import RuntimeBinPacker
-from stratus.packers.binpack import Binpack
-from stratus.packers.dot_product import DotIndex
-from stratus.packers.first_fit import FirstFit
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import SPOT, PriceBook
 from stratus.pricing.synthetic_spot import generate_spot
-from stratus.scalers.karpenter import KarpenterProvisioner
-from stratus.scalers.per_task import PerTaskScaler
 from stratus.traces.schema import Trace, fit_to_catalog
 from tests.helpers.invariants import check_invariants, comparable
+from tests.helpers.reference import general_paths
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
@@ -233,8 +228,6 @@ def test_every_scheduler_on_a_multi_family_catalog(name, trace, conf):
 
 # --- fast paths against general paths ---------------------------------------------------
 
-GENERAL = [FirstFit, DotIndex, Binpack, RuntimeBinPacker, PerTaskScaler, KarpenterProvisioner]
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", scheduler_names())
@@ -245,9 +238,7 @@ def test_general_paths_decide_as_the_fast_paths(name, trace, conf, cat):
     """Every 2-D fast path (indexes, unrolled loops) against the general path on the same
     (cpu, mem) input: the same replay, to the last bit."""
     fast = comparable(run(trace, make_scheduler(name), cat, conf))
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in GENERAL:
-            mp.setattr(cls, "general", True)
+    with general_paths():
         general = comparable(run(trace, make_scheduler(name), cat, conf))
     assert fast == general
 
@@ -262,9 +253,7 @@ def test_gpu_index_answers_as_a_scan(name, trace, conf):
     if name not in scheduler_names():
         pytest.skip(f"no scheduler {name}")
     fast = comparable(run(trace, make_scheduler(name), GPU, conf))
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in GENERAL:
-            mp.setattr(cls, "general", True)
+    with general_paths():
         general = comparable(run(trace, make_scheduler(name), GPU, conf))
     assert fast == general
 

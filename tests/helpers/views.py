@@ -3,16 +3,22 @@ parts (packers, scalers) directly."""
 
 from __future__ import annotations
 
+import math
+
 from stratus.base.resources import to_units
 from stratus.model import READY, Instance, Task
 from stratus.pricing.catalog import M4
+from stratus.testing import StaticView
+from stratus.view import CONSTANT
 
 
-class FakeView:
+class FakeView(StaticView):
+    """A ``ClusterView`` (all of it, as ``StaticView``) over instances made elsewhere, with
+    estimates by task id, remaining runtimes by instance id and prices by type name."""
+
     def __init__(self, instances=(), estimates=None, remaining=None, catalog=M4, prices=None):
+        super().__init__(catalog=catalog)
         self._instances = list(instances)
-        self.catalog = catalog
-        self.market = "on-demand"
         self._est = estimates or {}
         self._rem = remaining or {}
         self._prices = prices or {t.name: t.ondemand_hourly for t in catalog}
@@ -21,19 +27,28 @@ class FakeView:
     def instances(self):
         return self._instances
 
+    def instance(self, iid):
+        for i in self._instances:
+            if i.iid == iid:
+                return i
+        raise KeyError(iid)
+
+    def instance_forms(self, instances):
+        return [(CONSTANT, r, 0.0, 0.0, math.inf) for r in self.instances_remaining(instances)]
+
     def estimate(self, task):
         return self._est[task.tid]
 
     def instance_remaining(self, inst):
         return self._rem[inst.iid]
 
-    def instances_remaining(self, insts):
-        return [self._rem[i.iid] for i in insts]
+    def instances_remaining(self, instances):
+        return [self._rem[i.iid] for i in instances]
 
     def price(self, itype, market=None):
         return self._prices[itype if isinstance(itype, str) else itype.name]
 
-    def acquirable_types(self):
+    def acquirable_types(self, shortages=True):
         return list(self.catalog)
 
 

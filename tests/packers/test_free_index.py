@@ -13,6 +13,7 @@ from stratus.compose import Plan
 from stratus.model import READY, RELEASED, Task
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree, LiveIndex
+from tests.helpers.reference import scan_first_fit
 
 small = st.integers(0, 12)
 vec = st.tuples(small, small)
@@ -139,7 +140,7 @@ def test_first_fit_places_as_the_scan_does(ticks):
             tid += 1
         plan_a, plan_b = Plan(view), Plan(view)
         left_a = packer.pack(view, plan_a, tasks)
-        left_b = FirstFit._scan(view, plan_b, tasks)
+        left_b = scan_first_fit(view, plan_b, tasks)
         assert left_a == left_b
         got = [(p.task.tid, p.instance.iid) for p in plan_a.decisions.placements]
         assert got == [(p.task.tid, p.instance.iid) for p in plan_b.decisions.placements]

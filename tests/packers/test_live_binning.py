@@ -43,7 +43,7 @@ class CheckedPacker(RuntimeBinPacker):
 
     def index(self, view, plan):
         fresh_plan = self._index_plan is not plan
-        live = self._index is not None and self._view is view
+        live = self._index is not None and self._changed is not None
         idx = super().index(view, plan)
         if fresh_plan:
             self.ticks += 1

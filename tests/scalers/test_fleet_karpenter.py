@@ -16,7 +16,8 @@ from stratus.packers.binpack import Binpack, BinpackIndex
 from stratus.pricing.catalog import M4
 from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
 from stratus.scalers.per_task import BestFit, Diversified, LowestPrice, PerTaskScaler
-from stratus.view import ClusterView
+from stratus.view import EngineView
+from tests.helpers import views
 from tests.helpers.invariants import check_invariants, comparable
 from tests.helpers.trace import make_trace
 
@@ -24,27 +25,11 @@ from tests.helpers.trace import make_trace
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
 
 
-class FakeView:
-    """Just what the parts under test read."""
+class FakeView(views.FakeView):
+    """A view of hand-made instances, priced by type name."""
 
     def __init__(self, instances=(), prices=None, catalog=M4):
-        self._instances = list(instances)
-        self.catalog = catalog
-        self.market = "on-demand"
-        self._prices = prices or {t.name: t.ondemand_hourly for t in catalog}
-
-    @property
-    def instances(self):
-        return self._instances
-
-    def instance(self, iid):
-        return next(i for i in self._instances if i.iid == iid)
-
-    def price(self, itype, market=None):
-        return self._prices[itype if isinstance(itype, str) else itype.name]
-
-    def acquirable_types(self):
-        return list(self.catalog)
+        super().__init__(instances, catalog=catalog, prices=prices)
 
 
 def instance(iid, name, free_cpu, free_mem):
@@ -268,7 +253,7 @@ def test_karpenter_view_has_no_estimates(monkeypatch):
         raise AssertionError("karpenter read a runtime estimate")
 
     for name in ("estimate", "remaining", "instance_remaining", "instances_remaining"):
-        monkeypatch.setattr(ClusterView, name, boom)
+        monkeypatch.setattr(EngineView, name, boom)
     rows = [(j, i, 60.0 * (j % 7), 100.0 + 500 * ((j * 7 + i) % 11), 0.5 + (i % 3), 1 + 2 * (j % 4))
             for j in range(30) for i in range(4)]
     trace = make_trace(rows)

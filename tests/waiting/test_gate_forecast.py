@@ -56,7 +56,7 @@ def pools(draw):
                 done.append(float(draw(st.sampled_from([0, 0, 10]))))
                 start.append(T0 - ran if ran == ran else math.nan)
                 tid += 1
-        reserved.append(SimpleNamespace(_tasks=tasks))
+        reserved.append(SimpleNamespace(tasks=tasks))
         free.append(room)
     queue = {}
     for req in draw(st.lists(reqs, max_size=8)):
@@ -134,8 +134,8 @@ def test_a_task_that_passes_the_queue_can_move_a_later_best_fit(x_cores):
     a, b = _task(0, (6, 1)), _task(1, (5, 1))
     w, x, y = _task(2, (4, 1)), _task(3, (x_cores, 1)), _task(4, (7, 1))
     gate = SimpleNamespace(free=np.array([[2, 7], [2, 7]], dtype=np.int64),
-                           reserved=[SimpleNamespace(_tasks={0: a}),
-                                     SimpleNamespace(_tasks={1: b})],
+                           reserved=[SimpleNamespace(tasks={0: a}),
+                                     SimpleNamespace(tasks={1: b})],
                            book=SimpleNamespace(est=[50.0, 50.0, 100.0, 100.0, 10.0, 300.0,
                                                      10.0],
                                                 done=[0.0] * 7, run_start=[math.nan] * 7),
@@ -160,7 +160,7 @@ def test_a_task_that_passes_the_queue_can_move_a_later_best_fit(x_cores):
 
 def test_joined_refuses_a_task_it_was_not_asked_about():
     gate = SimpleNamespace(free=np.array([[0, 0]], dtype=np.int64),
-                           reserved=[SimpleNamespace(_tasks={0: _task(0, (2, 2))})],
+                           reserved=[SimpleNamespace(tasks={0: _task(0, (2, 2))})],
                            book=SimpleNamespace(est=[10.0, 5.0, 5.0], done=[0.0] * 3,
                                                 run_start=[T0, math.nan, math.nan]),
                            queue={})
