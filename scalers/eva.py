@@ -214,7 +214,8 @@ class Eva:
         releases an instance the moment its last task leaves)."""
         tasks, loc = snap.tasks, snap.loc
         offer = make_offer(view, plan, snap.types)
-        for itype, tids in draft.new:
+        # new instances in queue order, each by its first task (ties by task id)
+        for itype, tids in sorted(draft.new, key=lambda g: min(g[1])):
             market = None
             if offer is not None:  # under a savings plan: the market at the margin
                 market = offer.market_for(itype)

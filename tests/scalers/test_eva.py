@@ -1,0 +1,73 @@
+"""Eva (scalers.eva): its rules on hand-made cases (docs/reference/schedulers.md, "eva").
+Its invariants on random workloads are the registry-wide property tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from stratus.app.registry import get_spec, make_scheduler
+from stratus.base.errors import ConfigError
+from stratus.pricing.prices import ON_DEMAND, SPOT
+from tests.helpers.invariants import check_invariants
+from tests.helpers.trace import make_trace, replay_recorded
+
+
+def _loners():
+    """Tasks of more than half the largest m4 type's 64 vCPUs: no two fit on one instance
+    of any type; some take a 10xlarge, some a 16xlarge (more vCPUs or memory), several
+    arrive at one tick, and they run across many rounds."""
+    shapes = [(0, 33, 10, 3000), (0, 41, 10, 1200), (5, 36, 170, 900), (70, 40, 160, 4000),
+              (70, 33, 2, 600), (70, 64, 256, 700), (400, 50, 20, 2500), (900, 34, 100, 100)]
+    return make_trace([(k, 0, float(submit), float(runtime), cpu, mem)
+                       for k, (submit, cpu, mem, runtime) in enumerate(shapes)])
+
+
+def test_with_no_two_tasks_sharing_an_instance_eva_is_task_per_instance_to_the_cent():
+    trace = _loners()
+    conf = dict(market=ON_DEMAND, seed=3)
+    _, eva = replay_recorded(trace, make_scheduler("eva?period=60"), **conf)
+    _, tpi = replay_recorded(trace, make_scheduler("task-per-instance"), **conf)
+    check_invariants(trace, eva)
+    assert round(eva.summary["total_cost_usd"], 2) == round(tpi.summary["total_cost_usd"], 2)
+    assert eva.summary["total_cost_usd"] == pytest.approx(tpi.summary["total_cost_usd"],
+                                                          abs=1e-9)
+    assert eva.summary["migrations"] == 0
+    assert eva.summary["instances_acquired"] == tpi.summary["instances_acquired"] == len(trace)
+    assert eva.summary["cost_by_type"] == tpi.summary["cost_by_type"]
+
+
+def _small(n_jobs=4, per_job=6):
+    """Small tasks of a few jobs, arriving over an hour: instances are shared."""
+    return make_trace([(j, i, 600.0 * j + 30 * i, 1500.0 + 300 * i, 0.5 + (i % 3), 1 + 2 * (i % 2))
+                       for j in range(n_jobs) for i in range(per_job)])
+
+
+@pytest.mark.parametrize("market", [ON_DEMAND, pytest.param(SPOT, marks=pytest.mark.slow)])
+def test_eva_packs_small_tasks_and_is_cheaper_than_one_instance_per_task(market):
+    trace = _small()
+    conf = dict(market=market, seed=1)
+    _, eva = replay_recorded(trace, make_scheduler("eva"), **conf)
+    _, tpi = replay_recorded(trace, make_scheduler("task-per-instance"), **conf)
+    check_invariants(trace, eva)
+    assert eva.summary["instances_acquired"] < len(trace)
+    assert eva.summary["total_cost_usd"] < tpi.summary["total_cost_usd"]
+    assert eva.summary["eva_rounds"] > 0
+
+
+def test_the_options_are_declared_and_both_kinds_off_is_refused_by_name():
+    spec = get_spec("eva")
+    assert {k: o.default for k, o in spec.options.items()} == \
+        {"period": 300.0, "partial": True, "full": True}
+    assert get_spec("eva?partial=false").name == "eva?partial=false"
+    with pytest.raises(ConfigError, match="partial and full"):
+        get_spec("eva?partial=false&full=false")
+    assert not get_spec("eva").reference  # a competitor, not a reference
+
+
+@pytest.mark.parametrize("options", ["partial=false", "full=false"])
+def test_each_kind_of_reconfiguration_alone_keeps_the_invariants(options):
+    trace = _small(3, 5)
+    _, res = replay_recorded(trace, make_scheduler(f"eva?{options}"), market=SPOT, seed=2)
+    check_invariants(trace, res)
+    full = res.summary["eva_full_rounds"]
+    assert (full == res.summary["eva_rounds"]) if options == "partial=false" else full == 0
