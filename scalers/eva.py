@@ -1,18 +1,19 @@
 """Eva (Tzu-Tao Chang and Shivaram Venkataraman, "Eva: Cost-Efficient Cloud-Based Cluster
 Scheduling", EuroSys '25, arXiv 2503.07437) without throughput awareness: this project
 models no co-location interference, so this is Eva's own ablation
-``EVAGangNoThroughputAwareScheduler``. The rules are restated in docs/reference/schedulers.md
-("eva") from the paper and its artifact.
+``EVAGangNoThroughputAwareScheduler``. The paper is not among ../shared/papers: the rules
+follow the implementation spec ``../shared/specs/eva.md`` (cited as "spec, SECTION"),
+restated in docs/reference/schedulers.md ("eva").
 
 Every ``period`` seconds (the artifact's 300 s) a round draws two plans over the cluster
 (scalers.eva_plans): a Full reconfiguration, which plans every movable task again, and a
 Partial one, which keeps the instances that pay for themselves. It keeps the plan with the
-larger ``provision saving x T - migration cost`` (§4.3) and turns it into decisions. A
-task's reservation price is what the cheapest type that fits it alone costs now in the
-replay's market (§4.1; on spot, the spot price). A move costs the task's memory footprint
-at the engine's migration rate (``ClusterView.migration_seconds``) plus the mean spin-up
-when the destination is new, x the task's standalone price: the same cloud model every
-scheduler here pays.
+larger ``provision saving x T - migration cost`` (spec, "Choosing between the two") and
+turns it into decisions. A task's reservation price is what the cheapest type that fits it
+alone costs now in the replay's market (spec, "Terms"; on spot, the spot price). A move
+costs the task's memory footprint at the engine's migration rate
+(``ClusterView.migration_seconds``) plus the mean spin-up when the destination is new, x
+the task's standalone price: the same cloud model every scheduler here pays.
 
 Between rounds Eva decides nothing (``quiet``): queued tasks wait for the next round, as
 in the artifact."""
@@ -31,7 +32,7 @@ from stratus.scalers.marginal import offer as make_offer
 from stratus.view import ClusterView
 
 #: seconds of a new instance's price a plan is charged per new instance (the artifact's
-#: fixed figure, Eva §4.3)
+#: fixed figure; spec, "Choosing between the two")
 NEW_INSTANCE_S = 300.0
 EPS = 1e-6
 
@@ -124,7 +125,7 @@ class Eva:
         return plan.decisions
 
     def _count_events(self, view: ClusterView, pending) -> int:
-        """Arrivals, completions and revocations since the last round (Eva §4.3's events)."""
+        """Arrivals, completions and revocations since the last round (the spec's events, "Choosing between the two")."""
         now_pending = {t.tid for t in pending}
         placed: set[int] = set()
         for inst in view.instances:
@@ -140,7 +141,7 @@ class Eva:
         return n
 
     def _horizon(self, now: float) -> float:
-        """T, the expected time to the next Full reconfiguration (Eva §4.3): the time since
+        """T, the expected time to the next Full reconfiguration (spec, "Choosing between the two"): the time since
         the start until the first one; then -1 / (lambda ln(1 - p)), lambda the rate of
         events, p the share of them that led to a Full one (no events yet: the time since
         the start)."""
@@ -184,7 +185,7 @@ class Eva:
         return snap
 
     def _weigh(self, view: ClusterView, snap: Snapshot, draft: Draft) -> tuple[float, float]:
-        """(provision saving in $/s, migration cost in $) of a plan (Eva §4.3)."""
+        """(provision saving in $/s, migration cost in $) of a plan (spec, "Choosing between the two")."""
         r, loc, tasks, alone, mobile = snap.r, snap.loc, snap.tasks, self._alone, snap.mobile
         lo, hi = view.spinup_s
         spin = (lo + hi) / 2

@@ -1,4 +1,4 @@
-"""Eva's two plans of a round (Eva, EuroSys '25, §4.2-§4.3; artifact
+"""Eva's two plans of a round (the spec, ``../shared/specs/eva.md``, "The round"; artifact
 ``top_down_provisioning``, ``global_update_planned_config``, ``local_update_planned_config``),
 drawn over a snapshot of the cluster (``Snapshot``). A plan (``Draft``) says which tasks
 each existing instance it keeps holds and which new instances it buys; the scheduler
@@ -108,11 +108,13 @@ def _fill_kept(snap: Snapshot, pool: Pool, draft: Draft, iids) -> None:
         held = draft.kept[iid]
         cap = snap.insts[iid].itype.capacity
         free = [c - x for c, x in zip(cap, snap.load(held))]
+        if any(f < lo for f, lo in zip(free, pool.low)):
+            continue  # no task left fits (the fill's own first test, without its set-up)
         held.extend(pool.fill(cap, free, iid, snap.banned(held)))
 
 
 def top_down(snap: Snapshot, pool: Pool, draft: Draft, reusable: list[int]) -> None:
-    """Top-down provisioning (Eva §4.2) of the pool's tasks into ``draft``, reusing the
+    """Top-down provisioning (spec, "Top-down provisioning") of the pool's tasks into ``draft``, reusing the
     instances ``reusable`` (ids) where it can."""
     by_type: dict[str, list[int]] = {}
     reuse = set(reusable)
@@ -200,7 +202,7 @@ def _place(snap: Snapshot, draft: Draft, used: set[int], itype: InstanceType,
 
 
 def full_plan(snap: Snapshot) -> Draft:
-    """Full reconfiguration (Eva §4.3, ``global_update_planned_config``): every movable
+    """Full reconfiguration (spec, "Full reconfiguration"; ``global_update_planned_config``): every movable
     task, queued or running, is planned again; first onto the instances that hold frozen
     tasks, then by top-down provisioning over every other instance."""
     draft = Draft()
@@ -217,7 +219,7 @@ def full_plan(snap: Snapshot) -> Draft:
 
 
 def stays(snap: Snapshot, iid: int) -> bool:
-    """Partial reconfiguration's test (Eva §4.3): an instance stays when its tasks' value
+    """Partial reconfiguration's test (spec, "Partial reconfiguration"): an instance stays when its tasks' value
     covers its price, or it holds one task on that task's cheapest type; one holding a
     frozen task stays too (that task cannot move)."""
     if snap.frozen[iid]:
@@ -231,7 +233,7 @@ def stays(snap: Snapshot, iid: int) -> bool:
 
 
 def partial_plan(snap: Snapshot) -> Draft:
-    """Partial reconfiguration (Eva §4.3, ``local_update_planned_config``): the instances
+    """Partial reconfiguration (spec, "Partial reconfiguration"; ``local_update_planned_config``): the instances
     that pay for themselves stay as they are; queued tasks and those of the other instances
     are packed onto them first, the rest by top-down provisioning over the others."""
     draft = Draft()

@@ -1,4 +1,4 @@
-"""Eva's greedy fill of one instance (Eva, EuroSys '25, §4.2; artifact
+"""Eva's greedy fill of one instance (spec ``../shared/specs/eva.md``, "Top-down provisioning" step 3; artifact
 ``top_down_provisioning``), over a pool of tasks kept in sorted structures.
 
 The fill ranks the tasks that fit by (1) the group's value with the task, (2) whether the
@@ -66,8 +66,20 @@ class Pool:
             if key[2] >= 0:
                 by_job.setdefault(key[2], []).append(k)
         self.by_job = {j: np.array(ks, dtype=np.int64) for j, ks in by_job.items()}
-        # per dimension, no task asks for less: a lower bound (it only rises as tasks go)
-        self.low = tuple(int(x) for x in self.reqs.min(axis=0)) if keys else (0,) * dims
+        # per dimension, no task left asks for less (recomputed when a shape runs out)
+        self._low = tuple(int(x) for x in self.reqs.min(axis=0)) if keys else (0,) * dims
+        self._low_stale = False
+
+    @property
+    def low(self) -> tuple[int, ...]:
+        """Per dimension, the least any task left asks for (a bound: a room below it in
+        some dimension holds no task)."""
+        if self._low_stale:
+            self._low_stale = False
+            has = self.has
+            if has.any():
+                self._low = tuple(int(x) for x in self.reqs[has].min(axis=0))
+        return self._low
 
     def __len__(self) -> int:
         return len(self.alive)
@@ -82,6 +94,7 @@ class Pool:
         self.counts[k] -= 1
         if not self.counts[k]:
             self.has[k] = False
+            self._low_stale = True
         iid = self.loc[tid]
         if iid >= 0:
             self.on[iid].discard(tid)
@@ -90,7 +103,9 @@ class Pool:
         self.alive.add(tid)
         k = self.slot[tid]
         self.counts[k] += 1
-        self.has[k] = True
+        if self.counts[k] == 1:
+            self.has[k] = True
+            self._low_stale = True
         heapq.heappush(self.heaps[k], tid)  # a stale copy of it may stay below: skipped
         iid = self.loc[tid]
         if iid >= 0:
@@ -105,6 +120,31 @@ class Pool:
     def value(self, tids: Iterable[int]) -> float:
         r = self.r
         return sum(r[t] for t in tids)
+
+    def _run(self, a: int, b: int, k: int, fit, al, free: list[int], inv: list[float]) -> int:
+        """How many more tasks of shape ``a + k`` the fill would take next in a row, after
+        the one it picks now: while it still fits and stays strictly the best aligned of
+        the shapes of its level that fit now (taking n of it lowers a shape j's alignment
+        by n x sum over resources of req_j x req_k / capacity^2). The same picks as
+        one step at a time, without a pass over the shapes for each."""
+        q = self.keys[a + k][1]
+        n = self.counts[a + k] - 1
+        for f, x in zip(free, q):
+            if x > 0:
+                n = min(n, f // x - 1)
+        if n <= 0:
+            return 0
+        reqs = self.reqs[a:b]
+        c = reqs @ np.asarray([x * i for x, i in zip(q, inv)])
+        gap_c = c[k] - c  # > 0: j closes in on k by that much per task taken
+        gap_a = al[k] - al
+        closing = fit & (gap_c > 0)
+        closing[k] = False
+        if closing.any():
+            # after m takes in all, k stays strictly ahead of j while m * gap_c < gap_a
+            bound = np.ceil(gap_a[closing] / gap_c[closing]) - 1  # the largest such m
+            n = min(n, int(bound.min()) - 1)
+        return max(n, 0)
 
     def fill(self, cap: Sequence[int], free: Sequence[int], iid: int = -1,
              banned: Iterable[int] = ()) -> list[int]:
@@ -123,7 +163,7 @@ class Pool:
         for h in mine.values():
             heapq.heapify(h)
         taken: list[int] = []  # (no value test: prices are positive, a task never lowers it)
-        low, keys, cols, lvl = self.low, self.keys, self.cols, self.lvl
+        keys, cols, lvl = self.keys, self.cols, self.lvl
         by_job, has, bounds, reqs = self.by_job, self.has, self.bounds, self.reqs
         allowed = None  # shapes not barred by a flagged task's job (None: all)
         for j in banned:
@@ -133,7 +173,7 @@ class Pool:
                     allowed = np.ones(len(keys), dtype=bool)
                 allowed[ks] = False
         while alive:
-            if any(f < lo for f, lo in zip(free, low)):
+            if any(f < lo for f, lo in zip(free, self.low)):
                 break
             w = [f * i for f, i in zip(free, inv)]
             best_mine = None  # (level, -alignment, tid)
@@ -149,7 +189,7 @@ class Pool:
                 cand = (level_of[k], -sum(x * y for x, y in zip(q, w)), h[0])
                 if best_mine is None or cand < best_mine:
                     best_mine = cand
-            pick = -1
+            pick, more = -1, 0
             if best_mine is None or best_mine[0] > 0:
                 end = len(keys) if best_mine is None else bounds[best_mine[0]]
                 ok = has[:end] & (cols[0][:end] <= free[0])
@@ -164,8 +204,12 @@ class Pool:
                     al = np.where(sub, reqs[a:b] @ np.asarray(w), -1.0)
                     k = int(al.argmax())
                     ks = np.flatnonzero(al == al[k])
-                    pick = self._head(a + k) if len(ks) == 1 else \
-                        min(self._head(a + int(x)) for x in ks)
+                    if len(ks) == 1:
+                        pick = self._head(a + k)
+                        if keys[a + k][2] < 0:  # unflagged: maybe more of it in a row
+                            more = self._run(a, b, k, sub, al, free, inv)
+                    else:
+                        pick = min(self._head(a + int(x)) for x in ks)
             if pick < 0:
                 if best_mine is None:
                     break
@@ -174,6 +218,12 @@ class Pool:
             taken.append(pick)
             q = req_of[pick]
             free = [f - x for f, x in zip(free, q)]
+            for _ in range(more):
+                t = self._head(slot[pick])
+                self.take(t)
+                taken.append(t)
+                free = [f - x for f, x in zip(free, q)]
+            more = 0
             fj = flag[pick]
             if fj >= 0 and fj not in banned:
                 banned.add(fj)

@@ -71,3 +71,27 @@ def test_each_kind_of_reconfiguration_alone_keeps_the_invariants(options):
     check_invariants(trace, res)
     full = res.summary["eva_full_rounds"]
     assert (full == res.summary["eva_rounds"]) if options == "partial=false" else full == 0
+
+
+def test_a_fill_takes_the_same_tasks_with_and_without_runs_of_one_shape(monkeypatch):
+    """The pool's shortcut (``Pool._run``: several tasks of one shape in a row) picks what
+    the step-by-step ranking picks: many tasks of few shapes, some flagged, some on the
+    instance being filled, two price levels."""
+    import random
+
+    from stratus.scalers.eva_pool import Pool
+
+    rnd = random.Random(7)
+    shapes = [(500, 1024), (1000, 2048), (250, 4096), (2000, 512), (750, 768)]
+    items = [(tid, rnd.choice([0.1, 0.2]), rnd.choice(shapes),
+              rnd.choice([-1, -1, -1, 3, 4]), rnd.choice([-1, -1, 9]))
+             for tid in range(300)]
+
+    def fills(pool):
+        cap = (16000, 65536)
+        return [pool.fill(cap, cap, iid) for iid in (9, -1, -1, -1)]
+
+    fast = fills(Pool(items, 2))
+    monkeypatch.setattr(Pool, "_run", lambda self, *a: 0)
+    assert fills(Pool(items, 2)) == fast
+    assert max(len(f) for f in fast) > 10
