@@ -103,19 +103,21 @@ class Eva:
         if pending and view.reserved_shared:  # prepaid capacity first (stratus.reserved)
             pending = fill_reserved(plan, view.reserved_instances, pending)
         snap = self._snapshot(view, pending)
-        drafts = []
-        if self.partial:
-            drafts.append((False, partial_plan(snap)))
-        if self.full:
-            drafts.append((True, full_plan(snap)))
-        if len(drafts) == 2:
+        if self.partial and self.full:
             T = self._horizon(view.now)
-            (_, p), (_, f) = drafts
-            sp, mp = self._weigh(view, snap, p)
-            sf, mf = self._weigh(view, snap, f)
-            chosen = drafts[1] if sf * T - mf > sp * T - mp else drafts[0]
+            part = partial_plan(snap)
+            sp, mp = self._weigh(view, snap, part)
+            rival = sp * T - mp
+            full = full_plan(snap, self._bound(view, snap, T, rival))
+            chosen = (False, part)
+            if full is not None:
+                sf, mf = self._weigh(view, snap, full)
+                if sf * T - mf > rival:
+                    chosen = (True, full)
+        elif self.full:
+            chosen = (True, full_plan(snap))
         else:
-            chosen = drafts[0]
+            chosen = (False, partial_plan(snap))
         is_full, draft = chosen
         if is_full:
             self.full_rounds += 1
@@ -183,6 +185,37 @@ class Eva:
                 snap.mobile.add(task.tid)
                 self._alone.setdefault(task.tid, snap.r[task.tid])
         return snap
+
+    def _bound(self, view: ClusterView, snap: Snapshot, T: float, rival: float):
+        """A watcher of the Full plan as it is drawn (``Draft.watch``): it gives up once the
+        plan's total cannot beat ``rival`` (the Partial plan's). Every task is planned in
+        the end, so the value is known; the price of the instances planned so far and the
+        migration cost so far only grow: (value - price so far) x T - cost so far bounds
+        the total from above. The choice is the same as drawing the whole plan."""
+        r, loc, tasks, alone, mobile = snap.r, snap.loc, snap.tasks, self._alone, snap.mobile
+        value = sum(r.values())
+        lo, hi = view.spinup_s
+        spin = (lo + hi) / 2
+        acc = [0.0, 0.0]  # instance $/h so far, migration cost $ so far
+        slack = 1e-9 * max(1.0, abs(rival))  # float sums in another order: never give up at a tie
+
+        def watch(iid: int, itype, tids) -> bool:
+            if iid >= 0:
+                acc[0] += snap.inst_price[iid]
+                for t in tids:
+                    was = loc.get(t)
+                    if t in mobile and was != iid and was is not None:
+                        acc[1] += view.migration_seconds(tasks[t]) * alone[t] / 3600.0
+            else:
+                p = snap.price[itype.name]
+                acc[0] += p
+                acc[1] += NEW_INSTANCE_S * p / 3600.0
+                for t in tids:
+                    move = spin + (view.migration_seconds(tasks[t]) if t in loc else 0.0)
+                    acc[1] += move * alone[t] / 3600.0
+            return (value - acc[0]) / 3600.0 * T - acc[1] > rival - slack
+
+        return watch
 
     def _weigh(self, view: ClusterView, snap: Snapshot, draft: Draft) -> tuple[float, float]:
         """(provision saving in $/s, migration cost in $) of a plan (spec, "Choosing between the two")."""

@@ -7,6 +7,7 @@ each existing instance it keeps holds and which new instances it buys; the sched
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stratus.base.resources import fits
@@ -21,6 +22,13 @@ class Draft:
 
     kept: dict[int, list[int]] = field(default_factory=dict)
     new: list[tuple[InstanceType, list[int]]] = field(default_factory=list)
+    #: told of each instance as it is planned, ``(iid or -1, type, tasks)``; False: the
+    #: plan cannot win any more, stop drawing it (``GiveUp``)
+    watch: Callable[[int, InstanceType, list[int]], bool] | None = None
+
+
+class GiveUp(Exception):
+    """A plan's watcher said it cannot win."""
 
 
 class Snapshot:
@@ -199,13 +207,16 @@ def _place(snap: Snapshot, draft: Draft, used: set[int], itype: InstanceType,
         draft.kept[inst] = list(tids)
     else:
         draft.new.append((itype, list(tids)))
+    if draft.watch is not None and not draft.watch(inst, itype, tids):
+        raise GiveUp
 
 
-def full_plan(snap: Snapshot) -> Draft:
-    """Full reconfiguration (spec, "Full reconfiguration"; ``global_update_planned_config``): every movable
-    task, queued or running, is planned again; first onto the instances that hold frozen
-    tasks, then by top-down provisioning over every other instance."""
-    draft = Draft()
+def full_plan(snap: Snapshot, watch=None) -> Draft | None:
+    """Full reconfiguration (spec, "Full reconfiguration"; ``global_update_planned_config``):
+    every movable task, queued or running, is planned again; first onto the instances that hold frozen
+    tasks, then by top-down provisioning over every other instance. ``watch``: see
+    ``Draft.watch``; None if it gave up."""
+    draft = Draft(watch=watch)
     items = [snap.item(t) for t in snap.pending]
     for iid in snap.insts:
         items.extend(snap.item(t) for t in snap.movable[iid])
@@ -214,7 +225,13 @@ def full_plan(snap: Snapshot) -> Draft:
     for iid in anchored:
         draft.kept[iid] = list(snap.frozen[iid])
     _fill_kept(snap, pool, draft, anchored)
-    top_down(snap, pool, draft, sorted(i for i in snap.insts if not snap.frozen[i]))
+    try:
+        for iid in anchored:
+            if watch is not None and not watch(iid, snap.insts[iid].itype, draft.kept[iid]):
+                return None
+        top_down(snap, pool, draft, sorted(i for i in snap.insts if not snap.frozen[i]))
+    except GiveUp:
+        return None
     return draft
 
 

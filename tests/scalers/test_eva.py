@@ -95,3 +95,19 @@ def test_a_fill_takes_the_same_tasks_with_and_without_runs_of_one_shape(monkeypa
     monkeypatch.setattr(Pool, "_run", lambda self, *a: 0)
     assert fills(Pool(items, 2)) == fast
     assert max(len(f) for f in fast) > 10
+
+
+def test_giving_up_on_a_losing_full_plan_chooses_as_drawing_it_whole(monkeypatch):
+    """The Full plan's watcher (``Eva._bound``) stops drawing a plan that cannot beat the
+    Partial one: the replay is the same as with every Full plan drawn whole, on a trace
+    where both kinds win some rounds."""
+    from stratus.scalers.eva import Eva
+
+    trace = _small(5, 8)
+    conf = dict(market=SPOT, seed=4)
+    _, cut = replay_recorded(trace, make_scheduler("eva?period=120"), **conf)
+    monkeypatch.setattr(Eva, "_bound", lambda self, *a: None)
+    _, whole = replay_recorded(trace, make_scheduler("eva?period=120"), **conf)
+    assert cut.summary["eva_rounds"] > cut.summary["eva_full_rounds"] > 0
+    assert {k: v for k, v in cut.summary.items() if k != "wall_seconds"} == \
+        {k: v for k, v in whole.summary.items() if k != "wall_seconds"}
