@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-from stratus.base.errors import ConfigError
 from stratus.compose import Plan, fill_reserved
 from stratus.decisions import Decisions
 from stratus.model import RUNNING
@@ -38,15 +37,15 @@ EPS = 1e-6
 
 
 class Eva:
-    """The scheduler: one round every ``period`` seconds (<= 0: every tick); ``partial`` /
-    ``full``: whether Partial / Full reconfiguration may be chosen (the artifact's
-    ``EVAGangNoLocal`` is ``partial=False``, ``EVAGangNoGlobal`` ``full=False``)."""
+    """The scheduler: one round every ``period`` seconds (<= 0: every tick), and at a tick
+    where tasks are queued and no instance is live (nothing to reconfigure, and nothing
+    would run before the round); ``partial`` / ``full``: whether Partial / Full
+    reconfiguration may be chosen (the artifact's ``EVAGangNoLocal`` is ``partial=False``,
+    ``EVAGangNoGlobal`` ``full=False``; both False: no reconfiguration, every instance stays
+    and only queued tasks are placed)."""
 
     def __init__(self, name: str = "eva", period: float = 300.0, partial: bool = True,
                  full: bool = True) -> None:
-        if not (partial or full):
-            raise ConfigError(f"scheduler {name}: partial and full are both false: a round "
-                              f"needs one kind of reconfiguration")
         self.name = name
         self.period = period
         self.partial = partial
@@ -87,12 +86,16 @@ class Eva:
 
     def schedule(self, view: ClusterView) -> Decisions:
         now = view.now
-        if now < self._next - EPS:
+        if now < self._next - EPS and not (view.pending and self._idle(view)):
             return Decisions()
         self._next = now + self.period
         if self._start is None:
             self._start = now
         return self._round(view)
+
+    @staticmethod
+    def _idle(view: ClusterView) -> bool:
+        return next(iter(view.instances), None) is None
 
     # --- a round ---------------------------------------------------------------------------
     def _round(self, view: ClusterView) -> Decisions:
@@ -116,8 +119,8 @@ class Eva:
                     chosen = (True, full)
         elif self.full:
             chosen = (True, full_plan(snap))
-        else:
-            chosen = (False, partial_plan(snap))
+        else:  # Partial only; neither: every instance stays
+            chosen = (False, partial_plan(snap, keep_all=not self.partial))
         is_full, draft = chosen
         if is_full:
             self.full_rounds += 1

@@ -249,15 +249,16 @@ def stays(snap: Snapshot, iid: int) -> bool:
     return sum(snap.r[t] for t in tids) >= snap.inst_price[iid]
 
 
-def partial_plan(snap: Snapshot) -> Draft:
+def partial_plan(snap: Snapshot, keep_all: bool = False) -> Draft:
     """Partial reconfiguration (spec, "Partial reconfiguration"; ``local_update_planned_config``): the instances
     that pay for themselves stay as they are; queued tasks and those of the other instances
-    are packed onto them first, the rest by top-down provisioning over the others."""
+    are packed onto them first, the rest by top-down provisioning over the others.
+    ``keep_all``: every instance stays (no reconfiguration: only queued tasks are placed)."""
     draft = Draft()
     items = [snap.item(t) for t in snap.pending]
     kept, rest = [], []
     for iid in sorted(snap.insts):
-        if stays(snap, iid):
+        if keep_all or stays(snap, iid):
             kept.append(iid)
             draft.kept[iid] = [*snap.frozen[iid], *snap.movable[iid]]
         else:

@@ -54,23 +54,34 @@ def test_eva_packs_small_tasks_and_is_cheaper_than_one_instance_per_task(market)
     assert eva.summary["eva_rounds"] > 0
 
 
-def test_the_options_are_declared_and_both_kinds_off_is_refused_by_name():
+def test_the_options_are_declared_and_eva_is_a_competitor():
     spec = get_spec("eva")
     assert {k: o.default for k, o in spec.options.items()} == \
         {"period": 300.0, "partial": True, "full": True}
     assert get_spec("eva?partial=false").name == "eva?partial=false"
-    with pytest.raises(ConfigError, match="partial and full"):
-        get_spec("eva?partial=false&full=false")
+    with pytest.raises(ConfigError, match="period"):
+        get_spec("eva?period=soon")
     assert not get_spec("eva").reference  # a competitor, not a reference
 
 
-@pytest.mark.parametrize("options", ["partial=false", "full=false"])
+@pytest.mark.parametrize("options", ["partial=false", "full=false", "partial=false&full=false"])
 def test_each_kind_of_reconfiguration_alone_keeps_the_invariants(options):
     trace = _small(3, 5)
     _, res = replay_recorded(trace, make_scheduler(f"eva?{options}"), market=SPOT, seed=2)
     check_invariants(trace, res)
     full = res.summary["eva_full_rounds"]
     assert (full == res.summary["eva_rounds"]) if options == "partial=false" else full == 0
+    if options == "partial=false&full=false":  # no reconfiguration at all
+        assert res.summary["migrations"] == 0
+
+
+def test_a_period_longer_than_the_stall_guard_still_places_tasks_on_an_idle_cluster():
+    # the hard case of the option fuzz: a round every 10^6 s, ticks of 10 s; with no
+    # instance live the queue is served at once, as the period would otherwise stall it
+    trace = make_trace([(0, 0, 0.0, 600.0, 1, 2), (1, 0, 5000.0, 600.0, 1, 2)])
+    _, res = replay_recorded(trace, make_scheduler("eva?period=999997"), tick_s=10.0,
+                             max_idle_ticks=100, seed=1)
+    check_invariants(trace, res)
 
 
 def test_a_fill_takes_the_same_tasks_with_and_without_runs_of_one_shape(monkeypatch):
