@@ -61,7 +61,10 @@ def test_the_options_are_declared_and_eva_is_a_competitor():
     assert get_spec("eva?partial=false").name == "eva?partial=false"
     with pytest.raises(ConfigError, match="period"):
         get_spec("eva?period=soon")
-    assert not get_spec("eva").reference  # a competitor, not a reference
+    from stratus.app.figures import _reference
+
+    assert not get_spec("eva").reference  # a competitor, not a reference, in reports
+    assert _reference("eva?partial=false") == ""
 
 
 @pytest.mark.parametrize("options", ["partial=false", "full=false", "partial=false&full=false"])
