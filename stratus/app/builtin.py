@@ -140,3 +140,18 @@ def karpenter() -> ComposedScheduler:
 
 alias("stratus-bestfit", "stratus", "Stratus with the best-fitting instance per new task at "
       "scale-out (§5.1 ablation)", {"scaleout": "best-fit"})
+
+
+# --- Eva (EuroSys '25), the state of the art beside Stratus -----------------------------------
+
+
+@register("eva", "Eva (EuroSys'25) without throughput awareness (interference is not "
+          "modelled: Eva's own ablation): reservation prices, top-down provisioning, Full or "
+          "Partial reconfiguration every period; not runtime-aware")
+def eva(period: float = 300.0, partial: bool = True, full: bool = True):
+    """Eva (scalers.eva): ``period``, seconds between rounds (the artifact's 300);
+    ``partial``/``full``: whether Partial/Full reconfiguration may be chosen (false: the
+    artifact's ``EVAGangNoLocal``/``EVAGangNoGlobal``)."""
+    from stratus.scalers.eva import Eva
+
+    return Eva("eva", period=period, partial=partial, full=full)

@@ -55,7 +55,7 @@ def test_the_registry_holds_these_aliases():
     assert names == [
         "task-per-instance", "first-fit", "stratus", "stratus-noclear", "stratus-oracle",
         "hotspot", "scloud", "scloud+pack", "scloud+pack+scale", "scloud+pack+scale+clear",
-        "fleet", "fleet-mem", "fleet-diversified", "karpenter", "stratus-bestfit"]
+        "fleet", "fleet-mem", "fleet-diversified", "karpenter", "stratus-bestfit", "eva"]
 
 
 @pytest.mark.parametrize("name", list(ALIASES))
