@@ -94,12 +94,13 @@ class ReplayConfig:
 
 
 def resolve(cfg: ReplayConfig, addons=(), default_estimator: Callable[[], Estimator]
-            = OracleEstimator) -> ReplayConfig:
+            = OracleEstimator, copy_learner: bool = True) -> ReplayConfig:
     """The run's own copy of ``cfg``, checked and filled in: prices (the market's book
     when none), the catalog the prices are for, the allowed markets (``markets``, a tuple),
     what the add-ons add (``AddOn.configure``: reserved rates, the savings plan's market),
     and an estimator (``default_estimator()`` when none; an online learner copied, so
-    the caller's learns nothing from this run). ``cfg`` itself is never written.
+    the caller's learns nothing from this run, unless not ``copy_learner``: the live
+    loop's mirrors learn on one). ``cfg`` itself is never written.
     Refuses, with one ConfigError line, a default market outside the allowed ones and an
     allowed market without prices for every type of the catalog."""
     cfg.validate()
@@ -126,7 +127,7 @@ def resolve(cfg: ReplayConfig, addons=(), default_estimator: Callable[[], Estima
         raise ConfigError(f"ReplayConfig.estimator takes an Estimator object, got "
                           f"{cfg.estimator!r} (stratus.app.registry.make_estimator "
                           f"resolves a name)")
-    elif cfg.estimator.learns_online:
+    elif cfg.estimator.learns_online and copy_learner:
         # an online learner learns on a copy: the caller's keeps its warm-up fit and
         # learns nothing from this replay (docs/decisions.md, "Reusable objects")
         cfg.estimator = copy.deepcopy(cfg.estimator)
