@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from stratus.base.resources import ALL_DIMS, DIMS
+from stratus.commitments.reserved import reserved_text
+from stratus.commitments.savings import bound as plan_bound
+from stratus.commitments.savings import ledger_bill
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 from stratus.pricing.prices import RESERVED
-from stratus.reserved import reserved_text
-from stratus.savings import bound as plan_bound
-from stratus.savings import ledger_bill
 from stratus.traces.schema import source_ids
 
 if TYPE_CHECKING:
