@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: every hook, in the order of a replay's life
 HOOKS = ("configure", "attach", "open", "admit", "held", "freed", "started", "moving",
-         "sent_back", "released", "summary")
+         "sent_back", "released", "bill", "summary")
 
 
 class AddOn:
@@ -60,6 +60,11 @@ class AddOn:
 
     def released(self, inst: Instance, t: float) -> None:
         """``inst`` was released and billed."""
+
+    def bill(self, bill) -> None:
+        """The replay's bill as the result builds it (``stratus.result.Bill``): amend its
+        total and costs by market, the prices the lower bounds may rent, the bounds
+        (``bill.bounds``), and add summary keys (``bill.keys``)."""
 
     def summary(self, summary: dict) -> None:
         """The replay's summary, to add the add-on's part to (after ``tasks_unfinished``)."""

@@ -4,12 +4,15 @@ the engine once did in branches of its own; ``addons_for`` builds them from a co
 
 from __future__ import annotations
 
+from stratus.commitments.bill import reserved_utilization, savings_plan_summary, with_reserved
 from stratus.commitments.gate import ReservedGate, Waiting
-from stratus.commitments.reserved import check_reserved, ran_where, reserved_rate
-from stratus.commitments.savings import SavingsPlan
+from stratus.commitments.reserved import check_reserved, ran_where, reserved_rate, reserved_text
+from stratus.commitments.savings import SavingsPlan, ledger_bill
+from stratus.commitments.savings import bound as plan_bound
 from stratus.events import EV_DEPART
 from stratus.hooks import AddOn
 from stratus.pricing.prices import ON_DEMAND, RESERVED, PriceSeries
+from stratus.result import rounded
 
 #: why the scheduler may not use reserved room under ``share=off`` (DecisionApplier.cordon)
 CORDONED = ("is reserved capacity the waiting policy keeps to itself (share=off): the "
@@ -48,6 +51,16 @@ class ReservedInstances(AddOn):
     def started(self, task, inst, t: float) -> None:
         self.ran_on[task.tid] |= 1 if inst.market == RESERVED else 2
 
+    def bill(self, bill) -> None:
+        # the lower bounds may rent the reserved types at their rates too
+        bill.bound_prices, bill.bound_markets = with_reserved(
+            bill.bound_prices, bill.catalog, bill.bound_markets, self.reserved)
+        # counted in instances_acquired too, billed in cost_by_market["reserved"]
+        bill.keys["reserved_instances"] = sum(n for _, n in self.reserved)
+        bill.keys["reserved"] = reserved_text(self.reserved)
+        bill.keys["reserved_cost_usd"] = rounded(bill.by_market.get("reserved", 0.0))
+        bill.keys["reserved_utilization"] = reserved_utilization(bill.ledger, bill.names)
+
     def summary(self, summary: dict) -> None:  # what ran where (docs/reference/reserved.md)
         summary.update(ran_where(self.ran_on))
 
@@ -55,7 +68,8 @@ class ReservedInstances(AddOn):
 class SavingsPlanBook(AddOn):
     """A savings plan (stratus.commitments.savings): on-demand joins the allowed markets
     (what the plan covers), and the cloud counts its live on-demand instances (the view's
-    headroom under the plan). Its bill is the result's (stratus.result)."""
+    headroom under the plan); the bill is the commitment for the replay's hours and the
+    on-demand usage beyond what the plan covers, at on-demand rates."""
 
     def __init__(self, plan: SavingsPlan) -> None:
         self.plan = plan
@@ -66,6 +80,17 @@ class SavingsPlanBook(AddOn):
 
     def attach(self, core) -> None:
         core.cloud.track_on_demand()
+
+    def bill(self, bill) -> None:
+        plan = self.plan
+        pbill = ledger_bill(plan, bill.ledger, bill.prices, bill.start, bill.end)
+        bill.total += pbill.total - pbill.usage
+        if "on-demand" in bill.by_market:
+            bill.by_market["on-demand"] = pbill.uncovered
+        bill.by_market["savings-plan"] = pbill.commitment
+        # bounds on the bill without the plan, made bounds with it
+        bill.bounds.append(lambda x: plan_bound(x, pbill.commitment, plan.discount))
+        bill.keys.update(savings_plan_summary(plan, pbill))
 
 
 class WaitingGate(AddOn):

@@ -96,6 +96,9 @@ class Spy(AddOn):
     def released(self, inst, t):
         self._count("released")
 
+    def bill(self, bill):
+        self._count("bill")
+
     def summary(self, summary):
         self._count("summary")
 
@@ -111,7 +114,7 @@ def test_an_add_on_that_changes_nothing_leaves_the_replay_as_it_was(scheduler):
     assert ({k: v for k, v in res.summary.items() if k not in drop}
             == {k: v for k, v in plain.summary.items() if k not in drop})
     c = spy.calls
-    assert (c["configure"], c["attach"], c["open"], c["summary"]) == (1, 1, 1, 1)
+    assert (c["configure"], c["attach"], c["open"], c["bill"], c["summary"]) == (1, 1, 1, 1, 1)
     # every hold is freed by the end, and the audit log has one row per hold
     assert c["held"] == c["freed"] == len(res.audit["holds"]) > 0
     assert c["started"] >= len(ROWS) and c["released"] == res["instances_acquired"]

@@ -16,7 +16,7 @@ from tests.helpers.paths import ROOT
 #: the engine core: the state machine, its driver, its parts and its extension point
 CORE = ("stratus/core.py", "stratus/engine.py", "stratus/apply.py", "stratus/taskbook.py",
         "stratus/kernel.py", "stratus/accounting.py", "stratus/hooks.py",
-        "stratus/config.py")
+        "stratus/config.py", "stratus/result.py")
 #: names that mean a commitment; a branch whose test reads one is an add-on's business
 #: (``WAITING`` is a task's state, waiting for its instance: not the waiting policy)
 COMMITMENT = re.compile(r"(?i)waiting|gate|savings|plan\b|reserved|ran_on|exclusive|od_live")
