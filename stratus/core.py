@@ -271,7 +271,7 @@ class Core:
         self.maybe_release(src, t)
         self._end_if_done()
 
-    def ready(self, inst: Instance, _b=None, t: float = 0.0) -> None:
+    def ready(self, inst: Instance, _b, t: float) -> None:
         """``inst`` is up at ``t``: tasks waiting for it start, transfers into it begin."""
         if inst.state == RELEASED:  # released (emptied or revoked) before it came up
             return
@@ -284,7 +284,7 @@ class Core:
             elif book.mig_dest.get(tid) is inst and book.state[tid] == RUNNING:
                 self.begin_transfer(task, t)
 
-    def revoke(self, inst: Instance, _b=None, t: float = 0.0) -> None:
+    def revoke(self, inst: Instance, _b, t: float) -> None:
         """The provider takes a spot instance back. Tasks on it lose their progress and
         return to pending; tasks merely reserved on it as a migration target stay where
         they run (an in-flight transfer into it is aborted and the task resumes)."""
@@ -295,7 +295,7 @@ class Core:
         self.woke(t)
         self._end_if_done()
 
-    def crash(self, iid: int, _b=None, t: float = 0.0) -> None:
+    def crash(self, iid: int, _b, t: float) -> None:
         """An instance dies (stratus.faults): as a revocation without notice. Its bill stops
         now; its tasks lose their progress, which is counted as lost work."""
         inst = self.cloud.alive.get(iid)
