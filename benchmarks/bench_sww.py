@@ -69,7 +69,7 @@ def workload(name: str, n: int):
 
 def run(trace, policy: str, reference: bool = False) -> dict:
     """One replay; its row: tasks, the engine's seconds, the bill and the split."""
-    import stratus.waiting_gate as gate
+    import stratus.commitments.gate as gate
     from stratus.app.api import replay
     from stratus.gate_forecast import Forecast, ReferenceForecast
     from stratus.kernel import Kernel

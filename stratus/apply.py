@@ -18,7 +18,6 @@ from stratus.cloud import Cloud
 from stratus.decisions import Decisions
 from stratus.model import PENDING, READY, RUNNING, TASK_STATES, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
-from stratus.pricing.prices import RESERVED
 from stratus.taskbook import TaskBook
 
 
@@ -51,8 +50,20 @@ class DecisionApplier:
         self.act = act
         self.clock = clock
         self.policy = policy
-        # the reserved instances are a waiting policy's alone (--waiting ...,share=off)
-        self.exclusive = False
+        # market -> why the scheduler may not use it (an add-on's, stratus.hooks)
+        self.cordoned: dict[str, str] = {}
+        # market -> why its instances run to the end: never released, keep ignored
+        self.pinned: dict[str, str] = {}
+
+    def cordon(self, market: str, why: str) -> None:
+        """The scheduler may no longer place or move tasks onto ``market``'s instances;
+        ``why`` completes the refusal (after the instance)."""
+        self.cordoned[market] = why
+
+    def pin(self, market: str, why: str) -> None:
+        """``market``'s instances run to the end: a policy may not release them, and its
+        keep flags for them are ignored; ``why`` completes the refusal."""
+        self.pinned[market] = why
 
     def bad(self, what: str) -> DecisionError:
         name = getattr(self.policy, "name", type(self.policy).__name__)
@@ -63,9 +74,10 @@ class DecisionApplier:
             raise self.bad(f"instance {inst!r} is not live")
 
     def check_fits(self, inst: Instance, task: Task) -> None:
-        if self.exclusive and inst.market == RESERVED:
-            raise self.bad(f"{inst!r} is reserved capacity the waiting policy keeps to itself "
-                           f"(share=off): the scheduler may not place or move tasks there")
+        if self.cordoned:
+            why = self.cordoned.get(inst.market)
+            if why is not None:
+                raise self.bad(f"{inst!r} {why}")
         for r, f in zip(task.req, inst.free):
             if r > f:
                 raise self.bad(f"{task!r} does not fit on {inst!r} (free {inst.free})")
@@ -165,9 +177,8 @@ class DecisionApplier:
                 act.begin_transfer(task, t)
         for inst in dec.releases:
             self.check_live(inst)
-            if inst.market == RESERVED:
-                raise self.bad(f"cannot release {inst!r}: a reserved instance runs to the "
-                               f"end of the replay")
+            if inst.market in self.pinned:
+                raise self.bad(f"cannot release {inst!r}: {self.pinned[inst.market]}")
             if inst._tasks:
                 raise self.bad(f"cannot release {inst!r}: it still holds tasks")
             act.release(inst, t)
@@ -175,8 +186,8 @@ class DecisionApplier:
             inst = self.cloud.alive.get(iid)
             if inst is None:
                 raise self.bad(f"keep: instance {iid} is not live")
-            if inst.market == RESERVED:
-                continue  # kept to the end whatever a policy says (stratus.reserved)
+            if inst.market in self.pinned:
+                continue  # kept to the end whatever a policy says
             inst.keep = bool(keep)
             inst.was_kept |= inst.keep
             act.maybe_release(inst, t)

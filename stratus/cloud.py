@@ -159,6 +159,12 @@ class Cloud:
             for w in self.watchers:
                 w.add(inst.iid)
 
+    def track_on_demand(self) -> None:
+        """Count live on-demand instances per type from now on (``od_live``; a savings
+        plan's add-on asks, stratus.commitments)."""
+        if self.od_live is None:
+            self.od_live = {}
+
     def od_rate(self) -> float:
         """$/h of the live on-demand instances at today's on-demand prices (with a savings
         plan; 0 without)."""

@@ -1,13 +1,14 @@
-"""The discrete-event virtual-cluster engine. It owns time, state and money.
+"""The discrete-event replay: the engine core (stratus.core.Core) driven by an event heap.
 
-The engine wires components together and moves tasks between states:
+The engine builds a core from a trace and a resolved config (``stratus.config.resolve``)
+and drives it with its kernel:
 
-- ``stratus.kernel.Kernel``: the clock, one event heap and the handler table;
-- ``stratus.taskbook``: the trace's tasks (``Workload``) and their states (``TaskBook``);
-- ``stratus.cloud.Cloud``: instances, markets, prices, billing, revocations and faults;
-- ``stratus.accounting.Accounting``: the idle breakdown, run segments and audit logs;
-- ``stratus.apply.DecisionApplier``: a policy's decisions checked, then carried out;
-- ``stratus.view.ClusterView``: what a policy sees, built from those components.
+- ``stratus.kernel.Kernel``: the clock, one event heap and the handler table, whose
+  handlers are the core's public transitions (finish, migrated, revoke, crash, ready);
+- ``stratus.core.Core``: the state machine (task book, cloud, accounting, applier, view)
+  and its add-ons (``stratus.hooks``; the commitments, ``stratus.commitments``);
+- here: the scheduling ticks, the guards (stall, starvation, crash loop, max hours) and
+  the run's end and result.
 
 Events (``stratus.events``) at equal times run in this order: price change, task finish,
 migration done, revocation, crash (an instance lost to the cloud's own fault,
@@ -19,37 +20,28 @@ that arrives at the same instant as a tick is seen by that tick.
 
 One clock for every replay (docs/reference/reserved.md, "The clock"): a task can first be
 placed at the first tick at or after its submit time, and room freed on an instance is
-offered at the next tick, with or without a waiting policy. Under one, the gate acts at
-the tick before the scheduler (``ReservedGate.tick``): room freed since the last tick to
-its queue, then the queued tasks whose wait ran out leave, then the tick's arrivals are
-decided; the scheduler then places what the gate sent on, at the same tick.
-
-Every instance is billed from request to release at its prevailing price, per second
-(Stratus §4.1). An instance left with no tasks is released at once unless a policy keeps
-it (Stratus §4.1, "VM acquisition/termination").
+offered at the next tick, with or without a waiting policy. An add-on that admits the
+arrivals (``AddOn.admit``; the waiting gate, ``ReservedGate.tick``) acts at the tick before
+the scheduler: room freed since the last tick to its queue, then the queued tasks whose
+wait ran out leave, then the tick's arrivals are decided; the scheduler then places what
+the gate sent on, at the same tick.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import time as _time
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
-from operator import add, sub
+from dataclasses import fields, replace
 
 import numpy as np
 
-from stratus.accounting import Accounting
-from stratus.apply import DecisionApplier
-from stratus.base.bounds import MAX_HOURS, MAX_SPINUP_S, MAX_TICK_S
 from stratus.base.errors import ConfigError, StratusError
 from stratus.cloud import SPOT_WARNING_S, Cloud
-from stratus.decisions import Decisions
-from stratus.estimators import Estimator, OracleEstimator
+from stratus.commitments.addons import addons_for
+from stratus.config import ReplayConfig, resolve
+from stratus.core import MIB_BITS, Core
 from stratus.events import (
     EV_CRASH,
-    EV_DEPART,
     EV_FINISH,
     EV_MIGRATED,
     EV_PRICE,
@@ -57,203 +49,51 @@ from stratus.events import (
     EV_REVOKE,
     EV_TICK,
 )
-from stratus.faults import Faults
-from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
-from stratus.footprint import footprint_fraction
 from stratus.gcpause import rare_gc
 from stratus.kernel import Kernel
-from stratus.model import (
-    DONE,
-    MIGRATING,
-    PENDING,
-    RELEASED,
-    RUNNING,
-    WAITING,
-    Instance,
-    Task,
-)
-from stratus.pricing.catalog import M4, Catalog
-from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook, PriceSeries
-from stratus.reserved import check_discount, check_reserved, ran_where, reserved_rate
+from stratus.model import MIGRATING, PENDING, RUNNING
+from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.result import ReplayResult
-from stratus.savings import SavingsPlan, check_plan
-from stratus.taskbook import TaskBook, Workload
+from stratus.taskbook import Workload
 from stratus.traces.schema import Trace
-from stratus.view import EngineView
-from stratus.waiting_gate import ReservedGate, Waiting
-
-MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
-HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than this
 
 
-@dataclass
-class ReplayConfig:
-    """Everything about the simulated cloud that is not the workload or the policy.
-
-    A replay reads it and never writes it, so one config serves any number of replays
-    alike; an online-learning ``estimator`` learns on the replay's own copy (``Engine``)."""
-
-    tick_s: float = 60.0
-    spinup_s: tuple[float, float] = (30.0, 160.0)  # Stratus §4.1
-    migration_mbps: float = 160.0  # Stratus §4.1 (HotSpot's measured rate)
-    # Stratus §4.1: a migration moves the container's memory footprint. "request" takes the
-    # memory request as the footprint; "usage:F" a fraction F of it (docs/decisions.md).
-    migration_footprint: str = DEFAULT_FOOTPRINT
-    market: str = SPOT  # Stratus §3.3/§4.1: spot instances, bid = on-demand price
-    markets: tuple[str, ...] | None = None  # markets acquisitions may use; default (market,)
-    seed: int = 0
-    catalog: Catalog = M4
-    prices: PriceBook | None = None
-    estimator: Estimator | None = None  # None: perfect knowledge (an OracleEstimator)
-    readjust: bool = True  # Stratus §3.4 heuristic 1
-    record: bool = False  # keep per-interval logs for invariant checks
-    # stall guard: ticks in a row with no task finishing and none running without loss
-    max_idle_ticks: int = 100_000
-    max_hours: float | None = None  # guard: stop this many simulated hours after the start
-    faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
-    max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
-    anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
-    # reserved instances (stratus.reserved): ((type name, count), ...), ready from the first
-    # tick to the end, billed for that whole horizon; parse_reserved reads TYPE:COUNT,...
-    reserved: tuple[tuple[str, int], ...] = ()
-    # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
-    reserved_discount: float | None = None
-    # a waiting policy at the door of the reserved instances (stratus.waiting_gate.Waiting;
-    # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
-    waiting: Waiting | None = None
-    # a savings plan (stratus.savings): C $/hour committed from the first tick to the end,
-    # discounting on-demand usage up to it; on-demand joins the allowed markets
-    savings_plan: SavingsPlan | None = None
-    # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
-    # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
-    progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
-
-    def validate(self) -> None:
-        # the ranges the options take (stratus.base.bounds); below 1 s only for tests of the
-        # engine's own arithmetic, which the options never reach
-        if not (0 < self.tick_s <= MAX_TICK_S):
-            raise ConfigError(f"tick takes a number of seconds > 0 and <= {MAX_TICK_S:g}, got "
-                              f"{self.tick_s}")
-        lo, hi = self.spinup_s
-        if not (0 <= lo <= hi <= MAX_SPINUP_S):
-            raise ConfigError(f"spin-up range must satisfy 0 <= lo <= hi <= {MAX_SPINUP_S:g} "
-                              f"s, got {self.spinup_s}")
-        if not self.migration_mbps > 0:
-            raise ConfigError(f"migration rate must be positive, got {self.migration_mbps}")
-        if self.max_hours is not None and not 0 < self.max_hours <= MAX_HOURS:
-            raise ConfigError(f"--max-hours takes a number of hours > 0 and <= "
-                              f"{MAX_HOURS:g}, got {self.max_hours}")
-        footprint_fraction(self.migration_footprint)
-        if not (isinstance(self.max_restarts, int) and self.max_restarts >= 1):
-            raise ConfigError(f"max_restarts must be an integer >= 1, got {self.max_restarts!r}")
-        if self.faults is not None:
-            if not isinstance(self.faults, Faults):
-                raise ConfigError(f"ReplayConfig.faults takes a Faults object, got "
-                                  f"{self.faults!r} (stratus.faults.parse_faults reads a spec)")
-            self.faults.validate()
-        check_reserved(self.reserved, self.catalog, "ReplayConfig.reserved")
-        check_discount(self.reserved_discount, "ReplayConfig.reserved_discount")
-        check_plan(self.savings_plan, "ReplayConfig.savings_plan")
-        if self.waiting is not None:
-            if not isinstance(self.waiting, Waiting):
-                raise ConfigError(f"ReplayConfig.waiting takes a Waiting object, got "
-                                  f"{self.waiting!r} (stratus.waiting_gate.parse_waiting "
-                                  f"reads POLICY[:b=,t=])")
-            if not self.reserved:
-                raise ConfigError("a waiting policy (--waiting) needs reserved instances to "
-                                  "wait for (--reserved TYPE:COUNT)")
-
-
-class Engine:
+class Engine(Core):
     """One replay of one trace under one scheduler. Use ``replay()``.
 
     ``cfg`` is copied, never written: ``self.cfg`` is the resolved copy (prices, catalog,
-    estimator filled in). ``self.estimator`` is the estimator this replay used: for an
-    online learner, a copy of the caller's with what it learned here (pass it in the next
-    replay's config to carry that learning over)."""
+    estimator filled in; ``stratus.config.resolve``). ``self.estimator`` is the estimator
+    this replay used: for an online learner, a copy of the caller's with what it learned
+    here (pass it in the next replay's config to carry that learning over). ``addons``:
+    the add-ons (stratus.hooks); None: those the config asks for (its commitments,
+    ``stratus.commitments.addons.addons_for``). ``run()`` runs once."""
 
-    def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
+    def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig, addons=None) -> None:
         with rare_gc():
-            self._init(trace, scheduler, cfg)
+            self._init(trace, scheduler, cfg, addons)
 
-    def _init(self, trace: Trace, scheduler, cfg: ReplayConfig) -> None:
-        cfg.validate()
-        # a private copy, resolved here (prices, catalog, estimator): the caller's config is
-        # never written, so one config replays any number of times alike
-        cfg = replace(cfg)
-        self.cfg = cfg
+    def _init(self, trace: Trace, scheduler, cfg: ReplayConfig, addons) -> None:
+        if addons is None:
+            addons = addons_for(cfg)
+        cfg = resolve(cfg, addons)
         self.trace = trace
-        self.scheduler = scheduler
-        if cfg.prices is None:
-            from stratus.markets import configure_market
-
-            configure_market(cfg, cfg.market)
-        prices = cfg.prices
-        if prices.catalog is not cfg.catalog:
-            cfg.catalog = prices.catalog
-        if cfg.reserved:  # their rates (stratus.reserved); without, the book is untouched
-            check_reserved(cfg.reserved, cfg.catalog, "ReplayConfig.reserved")
-            prices = cfg.prices = prices.with_series(
-                {(name, RESERVED): PriceSeries.constant(
-                    reserved_rate(cfg.catalog[name], cfg.reserved_discount))
-                 for name, _ in cfg.reserved})
-        markets = tuple(cfg.markets or (cfg.market,))
-        if cfg.savings_plan is not None and ON_DEMAND not in markets:
-            markets = (*markets, ON_DEMAND)  # what the plan covers (stratus.savings)
-        if cfg.market not in markets:
-            raise ConfigError(f"default market {cfg.market!r} is not among allowed markets {markets}")
-        for m in markets:
-            missing = [t.name for t in cfg.catalog if not prices.has(t.name, m)]
-            if missing:
-                raise ConfigError(f"no {m} prices for {', '.join(missing)} in price book {prices.name!r}")
-        if cfg.estimator is None:
-            cfg.estimator = OracleEstimator()
-        elif not isinstance(cfg.estimator, Estimator):  # names are the application's to resolve
-            raise ConfigError(f"ReplayConfig.estimator takes an Estimator object, got "
-                              f"{cfg.estimator!r} (stratus.app.registry.make_estimator "
-                              f"resolves a name)")
-        elif cfg.estimator.learns_online:
-            # an online learner learns on a copy: the caller's keeps its warm-up fit and
-            # learns nothing from this replay (docs/decisions.md, "Reusable objects")
-            cfg.estimator = copy.deepcopy(cfg.estimator)
-        self.estimator: Estimator = cfg.estimator
-        self._mig_bits_per_s = cfg.migration_mbps * 1e6
-        self._mig_fraction = footprint_fraction(cfg.migration_footprint)
-
-        self.kernel = k = Kernel()
-        self.work = Workload(trace, cfg.catalog, cfg.anti_affinity)
-        self.book = TaskBook(self.work, self.estimator.learns_online)
-        self.cloud = Cloud(k, cfg.catalog, prices, markets, cfg.spinup_s, cfg.seed, cfg.faults,
-                           cfg.record)
-        if cfg.savings_plan is not None:  # the view's headroom counts live on-demand ones
-            self.cloud.od_live = {}
-        self.acct = Accounting(len(cfg.catalog.types[0].capacity), cfg.record)
-        # the Actuator's acquire is the cloud's request itself: no layer between, once a task
-        self.acquire = self.cloud.request
-        self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
-        self.view = EngineView(k, cfg, self.book, self.cloud, self.migration_duration)
-        for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self._on_finish),
-                              (EV_MIGRATED, self._on_migrated), (EV_REVOKE, self._on_revoke),
-                              (EV_CRASH, self._on_crash),
-                              (EV_READY, self._on_ready), (EV_TICK, self._on_tick)):
+        k = Kernel()
+        work = Workload(trace, cfg.catalog, cfg.anti_affinity)
+        cloud = Cloud(k, cfg.catalog, cfg.prices, cfg.markets, cfg.spinup_s, cfg.seed,
+                      cfg.faults, cfg.record)
+        super().__init__(cfg, k, work, cloud, scheduler, addons)
+        for kind, handler in ((EV_PRICE, self._on_price), (EV_FINISH, self.finish),
+                              (EV_MIGRATED, self.migrated), (EV_REVOKE, self.revoke),
+                              (EV_CRASH, self.crash),
+                              (EV_READY, self.ready), (EV_TICK, self._on_tick)):
             k.on(kind, handler)
-        # a waiting policy decides each arrival at the tick it arrives at, before the
-        # scheduler (stratus.waiting_gate); an AJW-T timer is an event, so that a tick
-        # comes when it runs out even while the ticks are skipped
-        self.gate: ReservedGate | None = None
-        if cfg.waiting is not None:
-            self.gate = gate = ReservedGate(cfg.waiting, self.book, self.cloud, self, k,
-                                            cfg.tick_s)
-            self.applier.exclusive = not cfg.waiting.share
-            k.on(EV_DEPART, lambda tid, _b, _t: gate.due(tid))
-        # per task, where it ran (with reserved instances): bit 1 on a reserved instance,
-        # bit 2 on a rented one (spot, on-demand); set as each run starts
-        self.ran_on: bytearray | None = bytearray(self.work.n) if cfg.reserved else None
+        # the add-on that takes each tick's arrivals before the scheduler, if one does
+        self._admit = self.hooks.admit[0] if self.hooks.admit else None
         self.ticks = 0
-        self.on_decisions: Callable[[float, Decisions], None] | None = None
         self.start_s: float | None = None  # the replay's start (its first tick): origin of
         # the savings plan's hours
         self.ended_early: str | None = None  # why the replay stopped with tasks unfinished
+        self._ran = False  # run() runs once
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
         # a scheduler that says when its ticks would decide nothing (ComposedScheduler.quiet)
@@ -262,276 +102,9 @@ class Engine:
         self._tick_no = 0  # its number: a tick brought forward leaves a stale one behind
         self._last_tick = -math.inf  # when the last tick ran
         self._skipped = False  # whether the ticks from the last to the next were skipped
-        self._restarts: dict[int, int] = {}  # tid -> runs lost to crashes
-        self._crash_loop: str | None = None  # why the crash-loop guard stops the replay
-
-    @property
-    def now(self) -> float:
-        return self.kernel.now
-
-    def migration_duration(self, task: Task) -> float:
-        """Seconds to move the task's memory footprint (its request in MiB times the
-        configured used fraction) at the migration rate (Stratus §4.1)."""
-        return task.req[1] * self._mig_fraction * MIB_BITS / self._mig_bits_per_s
-
-    # ------------------------------------------------------------------ instances
-    def hold(self, inst: Instance, task: Task, t: float) -> None:
-        """``task`` holds its request on ``inst`` from ``t`` (running, waiting for the
-        instance, or reserved as a migration's destination)."""
-        self.acct.touch(inst, t)
-        inst._tasks[task.tid] = task
-        inst.free = tuple(map(sub, inst.free, task.req))
-        inst.hosted += 1
-        self.cloud.changed(inst)
-        gate = self.gate
-        if gate is not None and inst.market == RESERVED:
-            gate.sync(inst)
-        if task.anti_affinity:
-            self.book.aa_where.setdefault(task.job, set()).add(inst.iid)
-        if self.acct.holds is not None:
-            self.acct.hold_open[(inst.iid, task.tid)] = t
-
-    def unhold(self, inst: Instance, task: Task, t: float) -> None:
-        acct = self.acct
-        acct.touch(inst, t)
-        del inst._tasks[task.tid]
-        inst.free = tuple(map(add, inst.free, task.req))
-        self.cloud.changed(inst)
-        if self.gate is not None and inst.market == RESERVED:
-            self.gate.sync(inst, grew=True)
-        if task.anti_affinity:
-            where = self.book.aa_where[task.job]
-            where.discard(inst.iid)
-            if not where:
-                del self.book.aa_where[task.job]
-        if acct.holds is not None:
-            s = acct.hold_open.pop((inst.iid, task.tid))
-            acct.holds.append((inst.iid, task.tid, s, t))
-
-    def release(self, inst: Instance, t: float) -> None:
-        if inst._tasks:
-            raise StratusError(f"engine bug: releasing instance {inst.iid} with tasks")
-        self.acct.touch(inst, t)
-        self.cloud.release(inst, t)
-
-    def maybe_release(self, inst: Instance, t: float) -> None:
-        if not inst._tasks and not inst.keep and inst.state != RELEASED:
-            self.release(inst, t)
-
-    # ------------------------------------------------------------------ task life
-    def start(self, task: Task, t: float) -> None:
-        book, tid = self.book, task.tid
-        book.state[tid] = RUNNING
-        book.run_start[tid] = t
-        self._changed(tid)
-        if self.ran_on is not None:
-            self.ran_on[tid] |= 1 if book.loc[tid].market == RESERVED else 2
-        if book.first_start[tid] != book.first_start[tid]:  # NaN: first start
-            book.first_start[tid] = t
-        self.kernel.schedule(t + self.work.runtime[tid] - book.done[tid], EV_FINISH, tid,
-                             book.epoch[tid])
-
-    def _stop_progress(self, tid: int, t: float) -> None:
-        book = self.book
-        start = book.run_start[tid]
-        book.done[tid] += t - start
-        self.acct.segment(tid, start, t, book.loc[tid].iid)
-        book.run_start[tid] = math.nan
-        book.epoch[tid] += 1
-        self._changed(tid)
-
-    def _changed(self, tid: int) -> None:
-        """The task's progress started or stopped: tell the watchers of the instances
-        that hold it (ClusterView.watch_instances)."""
-        if self.cloud.watchers:
-            book = self.book
-            self.cloud.changed(book.loc[tid])
-            self.cloud.changed(book.mig_dest.get(tid))
-
-    def begin_transfer(self, task: Task, t: float) -> None:
-        book, acct, tid = self.book, self.acct, task.tid
-        self._stop_progress(tid, t)
-        book.state[tid] = MIGRATING
-        dur = self.migration_duration(task)
-        acct.migrations += 1
-        acct.transfer(task.req, dur)
-        book.n_migrations[tid] += 1
-        if book.done[tid] > book.est[tid]:
-            book.n_migrations_overrun[tid] += 1
-        self.kernel.schedule(t + dur, EV_MIGRATED, tid, book.epoch[tid])
-        log = acct.mig_log
-        book.transfer[tid] = (t + dur, len(log) if log is not None else -1)
-        if log is not None:
-            log.append((tid, book.loc[tid].iid, book.mig_dest[tid].iid, t, t + dur))
-
-    def _abort_transfer(self, tid: int, t: float) -> None:
-        """A transfer cut short at ``t`` (an end was revoked): count only the time it took."""
-        end, k = self.book.transfer.pop(tid)
-        acct = self.acct
-        acct.transfer(self.book.tasks[tid].req, -(end - t))
-        acct.aborted_migrations += 1
-        if k >= 0:
-            rec = acct.mig_log[k]
-            acct.mig_log[k] = (*rec[:4], t)
-
-    def _send_back(self, task: Task) -> None:
-        """The task is pending again, on no instance."""
-        self.book.state[task.tid] = PENDING
-        self.book.loc[task.tid] = None
-        self.book.pending.append(task)
-
-    def _end_if_done(self) -> None:
-        # reserved instances stay to the end: only the others keep a replay going
-        if self.book.n_done == self.work.n and len(self.cloud.alive) == self.cloud.n_reserved:
-            self.kernel.stop()
-
-    # ------------------------------------------------------------------ events
-    def _on_finish(self, tid: int, epoch: int, t: float) -> None:
-        book = self.book
-        if epoch != book.epoch[tid]:
-            return  # superseded by a migration or revocation
-        task = book.tasks[tid]
-        book.tasks[tid] = None  # done for good: the engine keeps no task object it won't use
-        inst = book.loc[tid]
-        self._stop_progress(tid, t)
-        book.loc[tid] = None  # else every instance a task ended on stays alive to the end
-        book.state[tid] = DONE
-        book.finish[tid] = t
-        book.n_done += 1
-        self.unhold(inst, task, t)
-        dest = book.mig_dest.pop(tid, None)
-        if dest is not None:  # finished before its queued migration could start
-            self.acct.cancelled_migrations += 1
-            self.unhold(dest, task, t)
-            self.maybe_release(dest, t)
-        self.maybe_release(inst, t)
-        tasks = book.job_finished(tid, task, t)
-        if tasks is not None:
-            self.estimator.observe(tasks, t)
-        if book.n_done == self.work.n:  # tested here first: the call only at the last finish
-            self._end_if_done()
-
-    def _on_migrated(self, tid: int, epoch: int, t: float) -> None:
-        book = self.book
-        if epoch != book.epoch[tid]:
-            return
-        task = book.tasks[tid]
-        src = book.loc[tid]
-        dst = book.mig_dest.pop(tid)
-        del book.transfer[tid]
-        self.unhold(src, task, t)
-        book.loc[tid] = dst
-        self.start(task, t)
-        self.maybe_release(src, t)
-        self._end_if_done()
-
-    def _on_ready(self, inst: Instance, _b, t: float) -> None:
-        if inst.state == RELEASED:  # released (emptied or revoked) before it came up
-            return
-        self.cloud.ready(inst, t)
-        book = self.book
-        for task in list(inst._tasks.values()):
-            tid = task.tid
-            if book.state[tid] == WAITING:
-                self.start(task, t)
-            elif book.mig_dest.get(tid) is inst and book.state[tid] == RUNNING:
-                self.begin_transfer(task, t)
 
     def _on_price(self, key: tuple[str, str], _b, t: float) -> None:
         self.cloud.on_price(key, t)
-
-    def _on_revoke(self, inst: Instance, _b, t: float) -> None:
-        """The provider takes a spot instance back. Tasks on it lose their progress and
-        return to pending; tasks merely reserved on it as a migration target stay where
-        they run (an in-flight transfer into it is aborted and the task resumes)."""
-        if inst.state == RELEASED:
-            return
-        self.cloud.revocations += 1
-        self._evict(inst, t, False)
-        self._wake(t)
-        self._end_if_done()
-
-    def _on_crash(self, iid: int, _b, t: float) -> None:
-        """An instance dies (stratus.faults): as a revocation without notice. Its bill stops
-        now; its tasks lose their progress, which is counted as lost work."""
-        inst = self.cloud.alive.get(iid)
-        if inst is None:  # released before its crash time
-            return
-        self.cloud.crashes += 1
-        if self.acct.crash_log is not None:
-            self.acct.crash_log[iid] = t
-        self._evict(inst, t, True)
-        self._wake(t)
-        self._end_if_done()
-
-    def refused(self, tasks: int, migrations: int) -> None:
-        """The provider refused an acquisition (insufficient capacity, stratus.faults):
-        ``tasks`` tasks meant for it stay pending, ``migrations`` moves to it are void."""
-        self.acct.ice_returned += tasks
-        self.acct.cancelled_migrations += migrations
-
-    def _evict(self, inst: Instance, t: float, crash: bool) -> None:
-        """Take ``inst`` away at ``t`` (revoked or crashed) and send its tasks back."""
-        book, acct = self.book, self.acct
-        for task in list(inst._tasks.values()):
-            tid = task.tid
-            dest = book.mig_dest.get(tid)
-            if book.loc[tid] is not inst:  # reserved here as a migration target
-                del book.mig_dest[tid]
-                self.unhold(inst, task, t)
-                if book.state[tid] == MIGRATING:  # in flight to here: resume at the source
-                    self._abort_transfer(tid, t)
-                    book.epoch[tid] += 1
-                    self.start(task, t)
-                else:
-                    acct.cancelled_migrations += 1
-                continue
-            if dest is not None:  # a migration away from here (queued or in flight) is void
-                del book.mig_dest[tid]
-                if book.state[tid] == MIGRATING:
-                    self._abort_transfer(tid, t)
-                else:
-                    acct.cancelled_migrations += 1
-                self.unhold(dest, task, t)
-                self.maybe_release(dest, t)
-            if book.state[tid] == RUNNING:
-                self._stop_progress(tid, t)
-            else:
-                book.epoch[tid] += 1  # waiting or migrating: drop its pending events
-            self.unhold(inst, task, t)
-            if crash:
-                self._lose(inst, task)
-            else:
-                acct.tasks_revoked += 1
-            book.done[tid] = 0.0
-            self._send_back(task)
-        inst.keep = False
-        self.release(inst, t)
-
-    def _lose(self, inst: Instance, task: Task) -> None:
-        """Book a crashed task's lost progress: seconds, vCPU-seconds, and dollars -- the
-        seconds at the crashed instance's price, times the task's dominant share of it."""
-        lost = self.book.done[task.tid]
-        self.acct.crash_restarts += 1
-        k = self._restarts[task.tid] = self._restarts.get(task.tid, 0) + 1
-        crash_mean_s = self.cloud.crash_mean_s
-        if k >= self.cfg.max_restarts and self._crash_loop is None:
-            # a run survives with probability exp(-rate x runtime): a task expected to need
-            # more than HOPELESS_RUNS runs is in a crash loop; any other task only has a
-            # long streak of bad luck, which ends (a geometric number of runs)
-            exponent = task.runtime / crash_mean_s
-            if exponent > math.log(HOPELESS_RUNS):
-                runs = f"{math.exp(exponent):.3g}" if exponent < 700 else "more than 1e300"
-                self._crash_loop = (f"crash loop: task {task.tid} (job {task.job}, runtime "
-                                    f"{task.runtime:g} s) lost {k} runs to crashes at "
-                                    f"{self.cfg.faults.crash_per_hour:g} per instance-hour "
-                                    f"and would need about {runs} runs to finish once")
-        if lost > 0:
-            share = max(r / c for r, c in zip(task.req, inst.itype.capacity) if c)
-            price = self.cloud.current_price[(inst.itype.name, inst.market)]
-            # milli-vCPU (stratus.base.resources)
-            self.acct.lose(lost, lost * task.req[0] / 1000.0,
-                           lost * price / 3600.0 * min(share, 1.0))
 
     # ------------------------------------------------------------------ the tick
     def _next_tick_after(self, t: float, quiet: tuple[float, bool] = (-math.inf, True)
@@ -566,25 +139,12 @@ class Engine:
             return nxt
         return max(math.ceil(when / tick - 1e-9) * tick, nxt)
 
-    def decide(self) -> Decisions | None:
-        """One decision of the policy at a tick: it decides on the view (instances and tasks
-        are read-only to it: a test checks it, stratus.testing.Sealed); its decisions are
-        checked and applied. The live loop (stratus.live) calls this too, on a state it
-        keeps from what it observes.
-        ``on_decisions(t, dec)``, when set, sees each non-empty batch before it is applied."""
-        dec = self.scheduler.schedule(self.view)
-        if dec:
-            if self.on_decisions is not None:
-                self.on_decisions(self.kernel.now, dec)
-            self.applier.apply(dec)
-        return dec
-
     def _schedule_tick(self, t: float) -> None:
         self._tick_no += 1
         self._tick_at = t
         self.kernel.schedule(t, EV_TICK, self._tick_no)
 
-    def _wake(self, t: float) -> None:
+    def woke(self, t: float) -> None:
         """Tasks went back to pending at ``t`` (a revocation that a price change scheduled
         after the tick that skipped ahead was computed): the tick at or after ``t``, unless
         one is due by then; the later one goes stale."""
@@ -597,12 +157,13 @@ class Engine:
         """Arrivals join the pending queue, the policy decides on the view (instances and
         tasks read-only meanwhile), its decisions are applied; then the guards."""
         if no != self._tick_no:
-            return  # brought forward by _wake: this one is stale
+            return  # brought forward by woke: this one is stale
         book, cloud, n = self.book, self.cloud, self.work.n
-        if self.gate is None:
+        admit = self._admit
+        if admit is None:
             book.arrive(t, self.estimator)
-        else:  # the gate first: its queue, its timers, the arrivals (module docstring)
-            self.gate.tick(book.arrive(t, self.estimator, pend=False), t)
+        else:  # an add-on takes the arrivals first (a waiting gate: module docstring)
+            admit(book.arrive(t, self.estimator, pend=False), t)
         self.ticks += 1
         dec = None
         if book.pending or cloud.busy():
@@ -610,7 +171,7 @@ class Engine:
         if book.n_done == n and all(not i._tasks for i in cloud.alive.values()):
             self.kernel.stop()
             return
-        starved = self._starved() or self._crash_loop
+        starved = self._starved() or self.crash_loop
         if starved:
             self._halt(t, starved)
             return
@@ -672,6 +233,11 @@ class Engine:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> ReplayResult:
+        """The replay, once: a second call is refused (its state is the first's end)."""
+        if self._ran:
+            raise StratusError("Engine.run() was called twice: an engine replays once; "
+                               "build a new Engine (or call replay()) for another run")
+        self._ran = True
         with rare_gc():
             try:
                 return self._run()
@@ -696,11 +262,8 @@ class Engine:
         t0 = first_tick
         self.kernel.now = self.start_s = t0
         self.cloud.open_prices(t0)
-        for name, count in cfg.reserved:  # prepaid: up from the start (stratus.reserved)
-            for _ in range(count):
-                self.cloud.add_reserved(cfg.catalog[name], t0)
-        if self.gate is not None:
-            self.gate.open()
+        for hook in self.hooks.open:  # e.g. prepaid instances up from the start
+            hook(t0)
         if hasattr(self.scheduler, "start"):
             self.scheduler.start(self.view)
         self._schedule_tick(first_tick)
@@ -723,14 +286,8 @@ class Engine:
     def _result(self, wall_s: float) -> ReplayResult:
         res = ReplayResult.build(self, wall_s)
         res.summary["tasks_unfinished"] = self.work.n - self.book.n_done
-        if self.ran_on is not None:  # what ran where (docs/reference/reserved.md)
-            res.summary.update(ran_where(self.ran_on))
-        if self.gate is not None:  # as `stratus waiting simulate` reports a pool
-            s = res.summary
-            s["waiting"] = {**self.gate.summary(self.ran_on),
-                            "reserved_cost_usd": s["reserved_cost_usd"],
-                            "cloud_cost_usd": round(s["total_cost_usd"]
-                                                    - s["reserved_cost_usd"], 4)}
+        for hook in self.hooks.summary:
+            hook(res.summary)
         res.summary["ended_early"] = self.ended_early
         frame = self.trace.frame
         if "anti_affinity" in frame.columns:  # only for traces that carry flags
@@ -754,9 +311,11 @@ class Engine:
             return None
         if cloud.price_events or ON_DEMAND in cloud.markets:
             return None
+        # not busy: what is alive is idle and kept to the end (prepaid); the next tick
+        # places what fits it
         if any(all(r <= c for r, c in zip(task.req, inst.itype.capacity))
-               for task in book.pending for inst in cloud.reserved.values()):
-            return None  # idle reserved instances: the next tick places what fits them
+               for task in book.pending for inst in cloud.alive.values()):
+            return None
         ok = self.view.acquirable_types(shortages=False) if SPOT in cloud.markets else []
         if ok and (not book.all_arrived or any(
                 all(r <= c for r, c in zip(task.req, it.capacity))
@@ -777,9 +336,9 @@ class Engine:
                 tid = task.tid
                 if book.loc[tid] is inst:
                     if book.state[tid] == RUNNING:
-                        self._stop_progress(tid, t)
+                        self.stop_progress(tid, t)
                     elif book.state[tid] == MIGRATING:
-                        self._abort_transfer(tid, t)
+                        self.abort_transfer(tid, t)
                         book.epoch[tid] += 1
                     book.state[tid] = PENDING
                 self.unhold(inst, task, t)

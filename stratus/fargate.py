@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from stratus.base.errors import ConfigError
 from stratus.base.resources import DIMS, SCALE, request_units
+from stratus.config import resolve
 from stratus.traces.schema import _bad_rows, gpu_requests
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
@@ -82,18 +82,12 @@ class FargateCostModel:
     name = "fargate"
 
     def replay(self, trace, cfg):
-        from stratus.markets import configure_market
         from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
         from stratus.result import ReplayResult, _r, integer_bound
 
         wall0 = time.perf_counter()
-        cfg.validate()
-        cfg = replace(cfg)  # resolved on a copy: the caller's is never written (as the engine)
-        if cfg.prices is None:
-            configure_market(cfg, cfg.market)
-        if cfg.prices.catalog is not cfg.catalog:
-            cfg.catalog = cfg.prices.catalog
-        markets = tuple(cfg.markets or (cfg.market,))
+        cfg = resolve(cfg)  # the engine's resolution: the caller's config is never written
+        markets = cfg.markets
         f = trace.frame
         n = len(f)
         submit = f["submit_s"].to_numpy(dtype=np.float64)

@@ -15,21 +15,47 @@ import pandas as pd
 from stratus.base.resources import ALL_DIMS, DIMS
 from stratus.footprint import footprint_name
 from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
-from stratus.pricing.prices import RESERVED
-from stratus.reserved import reserved_text
-from stratus.savings import bound as plan_bound
-from stratus.savings import ledger_bill
 from stratus.traces.schema import source_ids
 
 if TYPE_CHECKING:
     from stratus.accounting import Snapshot
 
 
-def _r(x: float, nd: int | None = None) -> float | None:
+def rounded(x: float, nd: int | None = None) -> float | None:
     """JSON-friendly number: ``nd`` decimals, or 10 significant digits (money)."""
     if x is None or not math.isfinite(float(x)):
         return None
     return round(float(x), nd) if nd is not None else float(f"{float(x):.10g}")
+
+
+_r = rounded
+
+
+@dataclass
+class Bill:
+    """A replay's bill as the result builds it from the ledger, for add-ons to amend
+    (``stratus.hooks.AddOn.bill``): ``total`` and ``by_market`` (dollars), the prices and
+    markets the lower bounds may rent (``bound_prices``, ``bound_markets``; the run's by
+    default), functions each bound goes through (``bounds``), and summary keys to add
+    (``keys``, after ``faults``). ``start``, ``end``: the replay's first tick and end."""
+
+    total: float
+    by_market: dict
+    ledger: object
+    prices: object
+    markets: tuple
+    catalog: object
+    names: tuple
+    start: float
+    end: float
+    bound_prices: object = None
+    bound_markets: tuple = ()
+    bounds: list = field(default_factory=list)
+    keys: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.bound_prices is None:
+            self.bound_prices, self.bound_markets = self.prices, self.markets
 
 
 @dataclass
@@ -81,16 +107,14 @@ class ReplayResult:
         dims = len(names)
         instances, inst_seconds, provisioned, booting, allocated, cost_by_type, cost_by_market = \
             _instance_table(cloud.ledger, dims)
-        total_cost = float(sum(cost_by_type.values()))
-        plan = e.cfg.savings_plan
-        if plan is not None:  # the bill under the plan (stratus.savings): its commitment,
-            # and on-demand usage beyond what the plan covers at on-demand rates
-            start = e.start_s if e.start_s is not None else e.now
-            pbill = ledger_bill(plan, cloud.ledger, cloud.prices, start, e.now)
-            total_cost += pbill.total - pbill.usage
-            if "on-demand" in cost_by_market:
-                cost_by_market["on-demand"] = pbill.uncovered
-            cost_by_market["savings-plan"] = pbill.commitment
+        # the bill, for the add-ons to amend (AddOn.bill: a savings plan's commitment, the
+        # reserved instances' rates in the bounds, their summary keys)
+        bill = Bill(float(sum(cost_by_type.values())), cost_by_market, cloud.ledger,
+                    cloud.prices, cloud.markets, e.cfg.catalog, names,
+                    e.start_s if e.start_s is not None else e.now, e.now)
+        for hook in e.hooks.bill:
+            hook(bill)
+        total_cost = bill.total
 
         util = {d: (allocated[i] / provisioned[i] if provisioned[i] > 0 else math.nan)
                 for i, d in enumerate(names)}
@@ -125,19 +149,16 @@ class ReplayResult:
         seg_end = np.asarray(acc.seg_end, dtype=np.float64)
         t0 = min(acc.seg_start, default=0.0)
         t1 = max(acc.seg_end, default=0.0)
-        prices, markets = cloud.prices, cloud.markets
-        bprices, bmarkets = prices, markets  # what the lower bounds may rent
-        if e.cfg.reserved:  # the reserved types at their rates too
-            bprices, bmarkets = _with_reserved(prices, e.cfg.catalog, markets, e.cfg.reserved)
+        prices = cloud.prices
+        bprices, bmarkets = bill.bound_prices, bill.bound_markets  # what the bounds may rent
         rho_t, rho = cheapest_unit_prices(bprices, e.cfg.catalog, bmarkets, t0, t1)
         lower = fluid_lower_bound(seg_start, seg_end, reqs, rho_t, rho)
         int_stats: dict = {}
         lower_int, lower_int_note = integer_bound(seg_start, seg_end, reqs, bprices,
                                                   e.cfg.catalog, bmarkets, e.cfg.tick_s,
                                                   rho_t, rho, int_stats)
-        if plan is not None:  # bounds on the bill without the plan, made bounds with it
-            lower = plan_bound(lower, pbill.commitment, plan.discount)
-            lower_int = plan_bound(lower_int, pbill.commitment, plan.discount)
+        for amend in bill.bounds:  # bounds on the bill without an add-on, made bounds with it
+            lower, lower_int = amend(lower), amend(lower_int)
 
         # resource-time of tasks making progress (run segments), per dimension
         run_len = seg_end - seg_start
@@ -192,14 +213,7 @@ class ReplayResult:
             summary["lower_bound_integer_note"] = lower_int_note
         if cloud.faults is not None:  # only when asked for: a replay without is unchanged
             summary["faults"] = fault_summary(cloud, acc)
-        if e.cfg.reserved:  # only when asked for (stratus.reserved): counted in
-            # instances_acquired too, billed in cost_by_market["reserved"]
-            summary["reserved_instances"] = sum(n for _, n in e.cfg.reserved)
-            summary["reserved"] = reserved_text(e.cfg.reserved)
-            summary["reserved_cost_usd"] = _r(cost_by_market.get("reserved", 0.0))
-            summary["reserved_utilization"] = _reserved_utilization(cloud.ledger, names)
-        if plan is not None:  # only when asked for (stratus.savings)
-            summary.update(savings_plan_summary(plan, pbill))
+        summary.update(bill.keys)  # the add-ons' (only when asked for)
         if hasattr(est, "error_summary"):
             err = est.error_summary()
             summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
@@ -217,51 +231,6 @@ class ReplayResult:
                      "prices": prices, "crashes": acct.crash_log,
                      "horizon": (e.start_s, e.now)}
         return cls(summary, instances, tasks, jobs, audit)
-
-
-def _reserved_utilization(ledger, names) -> dict:
-    """Per dimension, the share of the reserved instances' capacity-time that tasks held
-    (what the commitment bought and what of it was used)."""
-    if RESERVED not in ledger.markets:
-        return {d: None for d in names}
-    code = ledger.markets.index(RESERVED)
-    dims = len(names)
-    cap = [0.0] * dims
-    used = [0.0] * dims
-    for row, m in enumerate(ledger.market_code):
-        if m != code:
-            continue
-        life = ledger.released[row] - ledger.ready[row]
-        itype = ledger.types[ledger.type_code[row]]
-        for d in range(dims):
-            cap[d] += itype.capacity[d] * life
-            used[d] += ledger.used[row * dims + d]
-    return {d: _r(used[i] / cap[i], 4) if cap[i] > 0 else None for i, d in enumerate(names)}
-
-
-def _with_reserved(prices, catalog, markets, reserved):
-    """The price book the lower bounds read under ``--reserved``: the allowed markets, and
-    the reserved market for the reserved types only (a bound that could rent any type
-    reserved would be valid too, only looser). A bound is still one: every instance, the
-    reserved ones included, costs at least the cheapest unit price over these."""
-    from stratus.pricing.prices import RESERVED, PriceBook
-
-    series = {(t.name, m): prices.series(t.name, m)
-              for t in catalog for m in markets if prices.has(t.name, m)}
-    for name, _ in reserved:
-        series[(name, RESERVED)] = prices.series(name, RESERVED)
-    return PriceBook(catalog, series, name=prices.name), (*markets, RESERVED)
-
-
-def savings_plan_summary(plan, pbill) -> dict:
-    """The summary's savings-plan keys (stratus.savings): the plan, its commitment over
-    the replay's hours, the on-demand usage it covered (at on-demand rates) and what of the
-    commitment bought nothing."""
-    return {"savings_plan": plan.text(), "savings_plan_usd_per_hour": plan.hourly_usd,
-            "savings_plan_discount": plan.discount,
-            "savings_plan_commitment_usd": _r(pbill.commitment),
-            "savings_plan_covered_usd": _r(pbill.covered),
-            "savings_plan_unused_usd": _r(pbill.unused)}
 
 
 def usage_by_family(instances: pd.DataFrame, catalog) -> dict:

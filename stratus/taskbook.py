@@ -10,6 +10,7 @@ from array import array
 
 import numpy as np
 
+from stratus.base.errors import StratusError
 from stratus.base.resources import request_units
 from stratus.model import DONE, PENDING, Instance, Task
 from stratus.pricing.catalog import Catalog
@@ -113,6 +114,52 @@ class TaskBook:
             self.pending.extend(new)
         self.next_arrival = j
         return new
+
+    def add_job(self, left: int) -> int:
+        """A job not known ahead (the live loop), with ``left`` tasks to finish (more
+        may be counted in as they come, ``add``); its index."""
+        self.job_left.append(left)
+        self.job_end.append(math.nan)
+        return len(self.job_left) - 1
+
+    def add(self, task: Task, job: int, count_in: bool) -> None:
+        """A task not known ahead (the live loop), with the next id (the workload's
+        ``n`` is the caller's to grow): not yet pending, no progress, no estimate.
+        ``job``: its job's index (``add_job``); ``count_in``: one more task for that
+        job to finish (its size was not given)."""
+        if task.tid != len(self.state):
+            raise StratusError(f"task book: task id {task.tid} is not the next, "
+                               f"{len(self.state)}")
+        if count_in:
+            self.job_left[job] += 1
+        self.tasks.append(task)
+        self.state.append(PENDING)
+        self.loc.append(None)
+        self.done.append(0.0)
+        self.run_start.append(math.nan)
+        self.epoch.append(0)
+        self.est.append(math.nan)
+        self.first_start.append(math.nan)
+        self.finish.append(math.nan)
+        self.n_migrations.append(0)
+        self.n_migrations_overrun.append(0)
+
+    def enqueue(self, tasks: list[Task], estimates) -> None:
+        """Tasks added with ``add`` join the pending queue now, in order, with their
+        runtime estimates; every task added so far has then arrived."""
+        for task, e in zip(tasks, estimates):
+            self.est[task.tid] = e
+        self.pending.extend(tasks)
+        self.next_arrival = len(self.state)
+
+    def withdraw(self, task: Task, t: float) -> None:
+        """A pending task that went away at ``t`` (its pod was deleted): done, with no run."""
+        self.pending.remove(task)
+        tid = task.tid
+        self.tasks[tid] = None
+        self.state[tid] = DONE
+        self.finish[tid] = t
+        self.n_done += 1
 
     @property
     def all_arrived(self) -> bool:

@@ -158,7 +158,7 @@ class LiveLoop:
     def _new_mirror(self, t: float) -> Mirror:
         m = Mirror(self.scheduler, self.cfg, t, None if self.shadow else self,
                    self.ice_window_s)
-        m.on_decisions = self._record
+        m.watch_decisions(self._record)
         return m
 
     # --- the loop ----------------------------------------------------------------------
@@ -486,7 +486,7 @@ class LiveLoop:
         m = self.mirror
         catalog = self.cfg.catalog
         nodes_by_ext = {n.ext_id: n for n in nodes if n.ext_id}
-        m.cloud._iid.next = max([c.iid + 1 for c in found if c.iid is not None] + [0])
+        m.cloud.number_from(max([c.iid + 1 for c in found if c.iid is not None] + [0]))
         adopted: dict[str, Instance] = {}
         for c in sorted(found, key=lambda c: (c.iid is None, c.iid, c.ext_id)):
             if c.type_name not in catalog:
@@ -573,7 +573,7 @@ class LiveLoop:
         actual = sum(m.cloud.current_price[(i.itype.name, i.market)]
                      for i in m.cloud.alive.values())
         self._adopt_tasks(pods, on_node, now)
-        idle = [i for i in m.cloud.alive.values() if not i._tasks]
+        idle = [i for i in m.cloud.alive.values() if not i.tasks]
         for inst in idle:  # the engine releases an instance left with no tasks at once
             m.maybe_release(inst, now)
         dec = m.decide() if (m.book.pending or m.cloud.busy()) else None
@@ -587,7 +587,7 @@ class LiveLoop:
         moving = {m.book.loc[tid].iid for tid in m.book.mig_dest}
         policy = sum(m.cloud.current_price[(i.itype.name, i.market)]
                      for i in m.cloud.alive.values()
-                     if not (i.iid in moving and all(t in m.book.mig_dest for t in i._tasks)))
+                     if not (i.iid in moving and all(t in m.book.mig_dest for t in i.tasks)))
         est = self.estimate
         est.ticks += 1
         est.actual_usd += actual * self._tick_s / 3600.0

@@ -1,16 +1,18 @@
-"""The live loop's state: the engine's own state machine (stratus.engine.Engine), fed by
-what the loop observes instead of by its event heap.
+"""The live loop's state: the engine core (stratus.core.Core) that a replay runs, held by
+the mirror and fed by what the loop observes instead of by an event heap.
 
 In a replay the engine predicts when a task finishes, an instance comes up or a transfer
 ends, and its kernel delivers those events. Live, the world says when they happen: the
-mirror's kernel is a clock that drops what the engine schedules, and the loop
-(stratus.live.loop) calls the engine's handlers (``_on_finish``, ``_on_ready``,
-``_on_migrated``, ``_on_revoke``, ``_on_crash``) at the times it observes. The view a
+core's kernel is a clock that drops what the core schedules, and the loop
+(stratus.live.loop) has the mirror call the core's transitions (``finish``, ``ready``,
+``migrated``, ``revoke``, ``crash``) at the times it observes. The configuration is
+resolved as a replay's (``stratus.config.resolve``). The view a
 policy sees (stratus.view.ClusterView) and the checks its decisions go through
 (stratus.apply.DecisionApplier) are the engine's, unchanged.
 
-What must reach the world is sent through ``world`` (the loop): a pod bound to a node, a
-task moved (delete and re-create with a checkpoint), a task sent back to the queue, an
+What must reach the world is sent through ``world`` (the loop), by the mirror's add-on
+(``WorldLink``, at the core's hooks) and its cloud (``LiveCloud``): a pod bound to a node,
+a task moved (delete and re-create with a checkpoint), a task sent back to the queue, an
 instance launched or terminated. Without a world (shadow mode) nothing is sent.
 """
 
@@ -23,18 +25,16 @@ from typing import Protocol
 
 import numpy as np
 
-from stratus.accounting import Accounting
-from stratus.apply import DecisionApplier
 from stratus.base.errors import ConfigError
 from stratus.cloud import Cloud
-from stratus.engine import Engine, ReplayConfig
+from stratus.config import ReplayConfig, resolve
+from stratus.core import Core
 from stratus.estimators import Estimator
-from stratus.footprint import footprint_fraction
-from stratus.model import DONE, PENDING, READY, RUNNING, WAITING, Instance, Task
+from stratus.hooks import AddOn
+from stratus.model import PENDING, READY, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
 from stratus.taskbook import TaskBook
-from stratus.view import EngineView
 
 
 class Shortage(Exception):
@@ -161,19 +161,65 @@ class LiveCloud(Cloud):
                 return None
         return super().request(itype, market, bid, keep, t)
 
+    def adopt(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
+              t: float) -> Instance:
+        """An instance that exists already: in the cloud with no launch."""
+        return super().request(itype, market, bid, keep, t)
+
+    @property
+    def next_iid(self) -> int:
+        """The id the next instance will have."""
+        return self._iid.next
+
+    def number_from(self, iid: int) -> None:
+        """The next instance's id is ``iid`` (after a restart: past every id seen)."""
+        self._iid.next = iid
+
     def refresh_prices(self, t: float) -> None:
         """Prices now, from the price book (live, prices are read at each tick)."""
         for key in list(self.current_price):
             self.current_price[key] = self.prices.price(key[0], key[1], t)
 
 
-class Mirror(Engine):
-    """The engine's state of a live cluster at the loop's clock. Built empty (no trace);
-    tasks are added as pods appear (``add_task``), instances as they are launched or
-    adopted (``adopt``)."""
+class WorldLink(AddOn):
+    """The mirror's add-on (stratus.hooks): what the core does that must reach the world.
+    A placement binds a pod, a transfer moves one, a task sent back is re-queued, a
+    released instance is terminated; nothing while ``muted`` (the world did it already),
+    nor without a world (shadow mode)."""
+
+    def __init__(self, world: World | None) -> None:
+        self.world = world
+        self.muted = False
+        self.book: TaskBook | None = None
+
+    def attach(self, core) -> None:
+        self.book = core.book
+
+    def held(self, inst: Instance, task: Task, t: float) -> None:
+        if self.world is not None and not self.muted and self.book.loc[task.tid] is inst:
+            self.world.bind(task.tid, inst)  # a placement (not a migration's destination)
+
+    def moving(self, task: Task, t: float) -> None:
+        if self.world is not None:
+            tid = task.tid
+            self.world.move(tid, self.book.mig_dest[tid], self.book.done[tid])
+
+    def sent_back(self, task: Task) -> None:
+        if self.world is not None and not self.muted:
+            self.world.requeue(task.tid)
+
+    def released(self, inst: Instance, t: float) -> None:
+        if self.world is not None:
+            self.world.terminate(inst)
+
+
+class Mirror:
+    """The engine core's state of a live cluster at the loop's clock (it holds a
+    ``stratus.core.Core``). Built empty (no trace); tasks are added as pods appear
+    (``add_task``), instances as they are launched or adopted (``adopt``)."""
 
     def __init__(self, scheduler, cfg: ReplayConfig, t0: float, world: World | None = None,
-                 ice_window_s: float = 300.0) -> None:  # not Engine.__init__: no trace
+                 ice_window_s: float = 300.0) -> None:
         cfg.validate()
         if cfg.reserved or cfg.waiting is not None or cfg.savings_plan is not None:
             raise ConfigError("the live loop does not take reserved instances, waiting "
@@ -181,43 +227,48 @@ class Mirror(Engine):
         if cfg.faults is not None:
             raise ConfigError("the live loop takes its faults from the real world, not from "
                               "a fault model (--faults)")
-        # no crash model: the crash-loop guard's arithmetic needs one (Engine._lose)
-        cfg = replace(cfg, max_restarts=2**62)
-        if cfg.prices is None:
-            from stratus.markets import configure_market
-
-            configure_market(cfg, cfg.market)
-        cfg.catalog = cfg.prices.catalog
-        if cfg.estimator is None:
-            cfg.estimator = AnnotationEstimator()
-        self.cfg = cfg
-        self.scheduler = scheduler
+        # no crash model: the crash-loop guard's arithmetic needs one (Core._lose); no
+        # audit logs (record). A learning estimator is the loop's own, carried from one
+        # mirror to the next (a restart, a shadow look): not copied.
+        cfg = resolve(replace(cfg, max_restarts=2**62, record=False),
+                      default_estimator=AnnotationEstimator, copy_learner=False)
         self.world = world
-        self.estimator = cfg.estimator
-        self._mig_bits_per_s = cfg.migration_mbps * 1e6
-        self._mig_fraction = footprint_fraction(cfg.migration_footprint)
-        markets = tuple(cfg.markets or (cfg.market,))
-        self.kernel = k = _Clockwork(t0)
+        self.link = WorldLink(world)
         self.work = LiveWorkload()
-        self.book = TaskBook(self.work, self.estimator.learns_online)
-        self.cloud = LiveCloud(self, k, cfg.catalog, cfg.prices, markets, cfg.spinup_s,
-                               cfg.seed, None, False, ice_window_s=ice_window_s)
-        self.acct = Accounting(len(cfg.catalog.types[0].capacity), False)
-        self.acquire = self.cloud.request
-        self.applier = DecisionApplier(self.book, self.cloud, self, k, scheduler)
-        self.view = EngineView(k, cfg, self.book, self.cloud, self.migration_duration)
-        self.gate = None
-        self.ran_on = None  # what ran where: reserved instances only (refused above)
-        self.ticks = 0
-        self.on_decisions = None
-        self.start_s = t0
-        self.ended_early = None
-        self._idle_ticks = self._done_at_tick = 0
-        self._tick_at, self._tick_no = math.inf, 0  # (Engine._wake: the loop ticks itself)
-        self._restarts: dict[int, int] = {}
-        self._crash_loop = None
+        kernel = _Clockwork(t0)
+        self.cloud = LiveCloud(self, kernel, cfg.catalog, cfg.prices, cfg.markets,
+                               cfg.spinup_s, cfg.seed, None, False, ice_window_s=ice_window_s)
+        self.core = Core(cfg, kernel, self.work, self.cloud, scheduler, (self.link,))
         self.cloud.open_prices(t0)
+        self.ticks = 0  # the loop's ticks
         self.vanished = 0  # tasks whose pods went away while the mirror had them
+
+    # --- the core's parts, read ----------------------------------------------------------
+    @property
+    def cfg(self) -> ReplayConfig:
+        return self.core.cfg  # resolved (prices, catalog, estimator)
+
+    @property
+    def book(self) -> TaskBook:
+        return self.core.book
+
+    @property
+    def acct(self):
+        return self.core.acct
+
+    @property
+    def estimator(self) -> Estimator:
+        return self.core.estimator
+
+    def decide(self):
+        """One decision of the policy now (``Core.decide``)."""
+        return self.core.decide()
+
+    def watch_decisions(self, fn) -> None:
+        self.core.watch_decisions(fn)
+
+    def maybe_release(self, inst: Instance, t: float) -> None:
+        self.core.maybe_release(inst, t)
 
     # --- growth ------------------------------------------------------------------------
     def add_task(self, job: int, index: int, submit: float, req: tuple[int, ...],
@@ -235,39 +286,21 @@ class Mirror(Engine):
         work.runtime.append(math.nan)
         j = work.job_index.get(job)
         if j is None:
-            j = work.job_index[job] = len(book.job_left)
-            book.job_left.append(job_size or 0)
-            book.job_end.append(math.nan)
+            j = work.job_index[job] = book.add_job(job_size or 0)
             work.sized.append(job_size is not None)
         work.job_of.append(j)
-        if not work.sized[j]:
-            book.job_left[j] += 1
-        book.tasks.append(task)
-        book.state.append(PENDING)
-        book.loc.append(None)
-        book.done.append(0.0)
-        book.run_start.append(math.nan)
-        book.epoch.append(0)
-        book.est.append(math.nan)
-        book.first_start.append(math.nan)
-        book.finish.append(math.nan)
-        book.n_migrations.append(0)
-        book.n_migrations_overrun.append(0)
+        book.add(task, j, count_in=not work.sized[j])
         return task
 
     def arrive(self, tasks: list[Task]) -> None:
         """Tasks join the pending queue now, in order, with their estimates."""
-        book = self.book
-        for task, e in zip(tasks, self.estimator.predict(tasks)):
-            book.est[task.tid] = e
-        book.pending.extend(tasks)
-        book.next_arrival = self.work.n
+        self.book.enqueue(tasks, self.estimator.predict(tasks))
 
     def adopt(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
               requested_at: float, ready_at: float | None) -> Instance:
         """An instance that exists already (a restart, or shadow mode): in the mirror
         with no launch, up from ``ready_at`` (None: still coming up)."""
-        inst = Cloud.request(self.cloud, itype, market, bid, keep, requested_at)  # no launch
+        inst = self.cloud.adopt(itype, market, bid, keep, requested_at)
         if ready_at is not None:
             self.cloud.ready(inst, ready_at)
         return inst
@@ -280,90 +313,72 @@ class Mirror(Engine):
         book.pending.remove(task)
         book.loc[tid] = inst
         book.done[tid] = progress_s
-        Engine.hold(self, inst, task, t)  # its pod is bound already: nothing to bind
+        self.link.muted = True  # its pod is bound already: nothing to bind
+        try:
+            self.core.hold(inst, task, t)
+        finally:
+            self.link.muted = False
         if started is not None and inst.state == READY:
-            self.start(task, started)
+            self.core.start(task, started)
         else:
             book.state[tid] = WAITING
 
-    # --- the world's part of the engine's transitions ------------------------------------
-    def hold(self, inst: Instance, task: Task, t: float) -> None:
-        super().hold(inst, task, t)
-        if self.world is not None and self.book.loc[task.tid] is inst:
-            self.world.bind(task.tid, inst)  # a placement (not a migration's destination)
-
-    def begin_transfer(self, task: Task, t: float) -> None:
-        super().begin_transfer(task, t)
-        if self.world is not None:
-            tid = task.tid
-            self.world.move(tid, self.book.mig_dest[tid], self.book.done[tid])
-
-    def _send_back(self, task: Task) -> None:
-        super()._send_back(task)
-        if self.world is not None:
-            self.world.requeue(task.tid)
-
-    def release(self, inst: Instance, t: float) -> None:
-        super().release(inst, t)
-        if self.world is not None:
-            self.world.terminate(inst)
-
     # --- what the world did, at the time it did it ----------------------------------------
     def at(self, t: float) -> None:
-        self.kernel.now = t
+        self.core.kernel.now = t
 
     def finished(self, tid: int, t: float) -> None:
         """The task's pod ended at ``t`` (succeeded, failed, or went away)."""
-        book = self.book
+        book, core = self.book, self.core
         self.at(t)
         st = book.state[tid]
         if st == PENDING:  # a queued pod went away
-            book.pending.remove(book.tasks[tid])
-            book.tasks[tid] = None
-            book.state[tid] = DONE
-            book.finish[tid] = t
-            book.n_done += 1
+            book.withdraw(book.tasks[tid], t)
             return
         if st != RUNNING:  # waiting for its instance, or in transfer: it ends from here
             if tid in book.transfer:
-                self._abort_transfer(tid, t)
+                core.abort_transfer(tid, t)
             book.run_start[tid] = t
             book.state[tid] = RUNNING
         # its runtime is known now: what an estimator that learns (history) learns from
         task = book.tasks[tid]
         task.runtime = self.work.runtime[tid] = book.done[tid] + (t - book.run_start[tid])
-        self._on_finish(tid, book.epoch[tid], t)
+        core.finish(tid, book.epoch[tid], t)
 
     def unplace(self, tid: int, t: float) -> None:
         """A placement the world refused (its binding): the task is pending again, on no
         instance, and its instance is released if that left it empty."""
-        book = self.book
+        book, core = self.book, self.core
         self.at(t)
         inst, task = book.loc[tid], book.tasks[tid]
         if inst is None or book.state[tid] not in (WAITING, RUNNING) or tid in book.mig_dest:
             return
         if book.state[tid] == RUNNING:
-            self._stop_progress(tid, t)
-        self.unhold(inst, task, t)
-        Engine._send_back(self, task)  # its pod is pending already: nothing to re-create
-        self.maybe_release(inst, t)
+            core.stop_progress(tid, t)
+        core.unhold(inst, task, t)
+        self.link.muted = True  # its pod is pending already: nothing to re-create
+        try:
+            core.send_back(task)
+        finally:
+            self.link.muted = False
+        core.maybe_release(inst, t)
 
     def migrated(self, tid: int, t: float) -> None:
         self.at(t)
-        self._on_migrated(tid, self.book.epoch[tid], t)
+        self.core.migrated(tid, self.book.epoch[tid], t)
 
     def ready(self, inst: Instance, t: float) -> None:
         self.at(t)
-        self._on_ready(inst, None, t)
+        self.core.ready(inst, None, t)
 
     def revoked(self, inst: Instance, t: float) -> None:
         self.at(t)
-        self._on_revoke(inst, None, t)
+        self.core.revoke(inst, None, t)
 
     def crashed(self, inst: Instance, t: float) -> None:
         self.at(t)
-        self._on_crash(inst.iid, None, t)
+        self.core.crash(inst.iid, None, t)
 
 
 __all__ = ["AnnotationEstimator", "LiveCloud", "LiveWorkload", "Mirror", "Refused",
-           "Shortage", "Unavailable", "World"]
+           "Shortage", "Unavailable", "World", "WorldLink"]

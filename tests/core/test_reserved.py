@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, DecisionError
+from stratus.commitments.addons import gate_of
 from stratus.decisions import Decisions
 from stratus.engine import Engine, ReplayConfig
 from stratus.faults import Faults
@@ -102,11 +103,11 @@ def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trac
         w = res.summary["waiting"]
         assert w["gate_started_on_reserved"] + w["gate_turned_away"] == len(trace.frame)
         on, _ = ran_where_from_records(res)
-        away = [tid for tid, c in enumerate(e.gate.cloud_of) if c]
+        away = [tid for tid, c in enumerate(gate_of(e).cloud_of) if c]
         assert w["turned_away_ran_on_reserved"] == sum("r" in on.get(t, ()) for t in away)
         kept = set(range(len(trace.frame))) - set(away)  # the gate's: reserved only
         assert all(on.get(t, {"r"}) == {"r"} for t in kept)
-        assert not e.gate.queue, "a task left in the reserved queue"
+        assert not gate_of(e).queue, "a task left in the reserved queue"
 
 
 @pytest.mark.slow

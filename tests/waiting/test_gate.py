@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.base.errors import ConfigError
+from stratus.commitments.addons import gate_of
 from stratus.engine import Engine, ReplayConfig
 from stratus.pricing.catalog import M4
 from stratus.waiting.bill import pool_prices
@@ -68,7 +69,7 @@ def _pipeline(trace, servers: int, waiting: str):
 def _agree(trace, servers: int, waiting: str):
     eng, res = _unified(trace, servers, waiting)
     run, out = _pipeline(trace, servers, waiting)
-    gate = eng.gate
+    gate = gate_of(eng)
     assert res.summary["tasks_unfinished"] == 0
     assert list(gate.cloud_of) == run.cloud.astype(int).tolist()
     assert np.allclose(np.array(gate.wait), run.wait, atol=1e-6)
@@ -138,7 +139,7 @@ def test_with_share_on_the_fields_count_what_the_instances_ran(rows, servers, wa
     assert s["tasks_ran_on_reserved"] == sum(v == {True} for v in on.values())
     assert s["tasks_ran_on_cloud"] == sum(v == {False} for v in on.values())
     assert s["tasks_ran_on_both"] == sum(v == {True, False} for v in on.values())
-    away = {tid for tid, c in enumerate(eng.gate.cloud_of) if c}
+    away = {tid for tid, c in enumerate(gate_of(eng).cloud_of) if c}
     assert w["gate_turned_away"] == len(away)
     assert w["gate_started_on_reserved"] == len(trace.frame) - len(away)
     assert w["turned_away_ran_on_reserved"] == sum(True in on[t] for t in away)
@@ -155,7 +156,7 @@ def test_njw_sends_what_reserved_room_cannot_take_now():
     trace = make_trace([(0, 0, 0, 600, 6.0, 8.0), (1, 0, 10, 600, 4.0, 8.0),
                         (2, 0, 700, 60, 4.0, 8.0)])
     eng, res = _unified(trace, 1, "njw:share=off")
-    assert list(eng.gate.cloud_of) == [0, 1, 0]
+    assert list(gate_of(eng).cloud_of) == [0, 1, 0]
     w = res.summary["waiting"]
     assert (w["gate_started_on_reserved"], w["gate_turned_away"], w["mean_wait_s"]) == \
         (2, 1, 0.0)
@@ -164,10 +165,10 @@ def test_njw_sends_what_reserved_room_cannot_take_now():
 def test_ajw_t_leaves_after_b_and_ajw_waits():
     trace = make_trace([(0, 0, 0, 600, 6.0, 8.0), (1, 0, 10, 600, 4.0, 8.0)])
     eng, res = _unified(trace, 1, "ajw-t:b=100,share=off")
-    assert list(eng.gate.cloud_of) == [0, 1] and eng.gate.wait[1] == 100.0
+    assert list(gate_of(eng).cloud_of) == [0, 1] and gate_of(eng).wait[1] == 100.0
     assert res.summary["waiting"]["tasks_timed_out"] == 1
     eng, res = _unified(trace, 1, "ajw:share=off")
-    assert list(eng.gate.cloud_of) == [0, 0] and eng.gate.wait[1] == 590.0
+    assert list(gate_of(eng).cloud_of) == [0, 0] and gate_of(eng).wait[1] == 590.0
 
 
 def test_shared_reserved_room_takes_what_the_gate_started_alike():
@@ -179,7 +180,7 @@ def test_shared_reserved_room_takes_what_the_gate_started_alike():
     trace = make_trace([(0, 0, 0, 3600, 6.0, 8.0), (1, 0, 0, 3600, 6.0, 8.0),
                         (2, 0, 0, 3600, 6.0, 8.0), (3, 0, 30, 600, 2.0, 8.0)])
     eng, res = _unified(trace, 2, "njw")
-    assert list(eng.gate.cloud_of) == [0, 0, 1, 0]
+    assert list(gate_of(eng).cloud_of) == [0, 0, 1, 0]
     eng2, res2 = _unified(trace, 2, "njw:share=off")
     assert res.summary["total_cost_usd"] == pytest.approx(res2.summary["total_cost_usd"])
 
@@ -201,7 +202,7 @@ def test_room_freed_between_ticks_goes_to_the_next_ticks_arrivals_through_the_ga
     counted the clock, not the policy.)"""
     trace = make_trace([(0, 0, 0, 50, 8.0, 8.0), (1, 0, 10, 600, 4.0, 8.0)])
     eng, res = _tick60(trace, "njw")
-    assert list(eng.gate.cloud_of) == [0, 0] and list(eng.gate.wait) == [0.0, 0.0]
+    assert list(gate_of(eng).cloud_of) == [0, 0] and list(gate_of(eng).wait) == [0.0, 0.0]
     assert list(res.tasks["first_start_s"]) == [0.0, 60.0]
     s = res.summary
     assert (s["tasks_ran_on_reserved"], s["tasks_ran_on_cloud"]) == (2, 0)
@@ -254,6 +255,6 @@ def test_the_gate_keeps_flagged_tasks_of_a_job_apart():
     trace = mk([(0, 0, 0, 600, 1.0, 1.0), (0, 1, 0, 600, 1.0, 1.0)])
     trace.frame["anti_affinity"] = True
     eng, res = _unified(trace, 1, "njw:share=off")
-    assert list(eng.gate.cloud_of) == [0, 1]
+    assert list(gate_of(eng).cloud_of) == [0, 1]
     eng, res = _unified(trace, 2, "njw:share=off")
-    assert list(eng.gate.cloud_of) == [0, 0]
+    assert list(gate_of(eng).cloud_of) == [0, 0]

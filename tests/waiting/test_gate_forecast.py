@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stratus.waiting_gate as gate_mod
+import stratus.commitments.gate as gate_mod
+from stratus.commitments.addons import gate_of
 from stratus.gate_forecast import Forecast, ReferenceForecast, reference_wait
 from tests.helpers.trace import make_trace
 
@@ -211,7 +212,7 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
             res = eng.run()
         s = dict(res.summary)
         s.pop("wall_seconds")
-        return list(eng.gate.cloud_of), list(eng.gate.wait), s
+        return list(gate_of(eng).cloud_of), list(gate_of(eng).wait), s
 
     assert run(Forecast) == run(ReferenceForecast)
 
@@ -245,7 +246,7 @@ def test_a_burst_is_answered_from_one_simulation():
         with mock.patch.object(gate_mod, "Forecast", forecast):
             eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
             eng.run()
-        return list(eng.gate.cloud_of), list(eng.gate.wait)
+        return list(gate_of(eng).cloud_of), list(gate_of(eng).wait)
 
     got = run(Counted)
     assert (len(built), simulated) == (1, [0])
@@ -269,7 +270,7 @@ def test_sww_predicts_the_wait_on_the_replays_clock():
                            waiting=parse_waiting(waiting))
         eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
         eng.run()
-        return list(eng.gate.cloud_of), list(eng.gate.wait)
+        return list(gate_of(eng).cloud_of), list(gate_of(eng).wait)
 
     assert gate("sww:b=50,share=off") == ([0, 1], [0.0, 0.0])
     assert gate("sww:b=60,share=off") == ([0, 0], [0.0, 60.0])

@@ -1,0 +1,109 @@
+"""What the engine core's add-on hooks cost a replay with none (issue 37): old tree vs new.
+
+    python benchmarks/core_overhead.py --old /work/main --new .          # best of 3 each
+    python benchmarks/core_overhead.py --old /work/main --new . --json --reps 5
+
+One trace (``synthetic:google`` at ``--scale``, ``--hours``, seed 1, fitted to m4 as the CLI
+does) is replayed under each scheduler, once per run in a fresh process whose import path
+puts the tree first (so each run imports that tree's ``stratus``). Runs alternate trees
+(old, new, old, new, ...) so drift on a shared machine falls on both. Only ``Engine.run()``
+is timed (wall and CPU of the process); the engine is built outside the timer. Per tree and
+scheduler the best of ``--reps`` runs is kept; the ratio is old / new (>= 1: new as fast).
+Each run's summary, less ``wall_seconds``, is hashed: old and new must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCHEDULERS = ("stratus", "task-per-instance")
+
+
+def child(scheduler: str, scale: float, hours: float) -> None:
+    from stratus.app.registry import make_scheduler
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.pricing.catalog_files import get_catalog
+    from stratus.traces import synthetic
+    from stratus.traces.schema import fit_to_catalog
+
+    trace = fit_to_catalog(synthetic.generate("google", scale=scale, hours=hours, seed=1),
+                           get_catalog("m4"), False)
+    eng = Engine(trace, make_scheduler(scheduler), ReplayConfig(seed=1))
+    c0, t0 = time.process_time(), time.perf_counter()
+    res = eng.run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    summary = {k: v for k, v in res.summary.items() if k != "wall_seconds"}
+    digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=str).encode())
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "tasks": res.summary["tasks"],
+                      "digest": digest.hexdigest()[:16],
+                      "stratus": __import__("stratus").__file__}))
+
+
+def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, __file__, "--child", scheduler, "--scale", str(scale),
+                          "--hours", str(hours)], env=env, cwd=tree, check=True,
+                         capture_output=True, text=True).stdout
+    doc = json.loads(out.strip().splitlines()[-1])
+    if not doc["stratus"].startswith(str(tree.resolve())):
+        raise SystemExit(f"run of {tree} imported {doc['stratus']}")
+    return doc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=False, default=Path("/work/main"))
+    ap.add_argument("--new", type=Path, required=False, default=Path("."))
+    ap.add_argument("--scale", type=float, default=0.05)
+    ap.add_argument("--hours", type=float, default=6.0)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", metavar="SCHEDULER")
+    a = ap.parse_args()
+    if a.child:
+        child(a.child, a.scale, a.hours)
+        return
+    trees = {"old": a.old.resolve(), "new": a.new.resolve()}
+    rows = []
+    for sched in a.schedulers.split(","):
+        runs: dict[str, list[dict]] = {"old": [], "new": []}
+        for rep in range(a.reps):
+            order = ("old", "new") if rep % 2 == 0 else ("new", "old")
+            for name in order:
+                runs[name].append(run_one(trees[name], sched, a.scale, a.hours))
+        best = {n: min(r["wall_s"] for r in rs) for n, rs in runs.items()}
+        best_cpu = {n: min(r["cpu_s"] for r in rs) for n, rs in runs.items()}
+        digests = {n: {r["digest"] for r in rs} for n, rs in runs.items()}
+        rows.append({"scheduler": sched, "tasks": runs["old"][0]["tasks"],
+                     "old_best_s": round(best["old"], 3), "new_best_s": round(best["new"], 3),
+                     "ratio_old_over_new": round(best["old"] / best["new"], 4),
+                     "old_best_cpu_s": round(best_cpu["old"], 3),
+                     "new_best_cpu_s": round(best_cpu["new"], 3),
+                     "cpu_ratio_old_over_new": round(best_cpu["old"] / best_cpu["new"], 4),
+                     "old_runs_s": [round(r["wall_s"], 3) for r in runs["old"]],
+                     "new_runs_s": [round(r["wall_s"], 3) for r in runs["new"]],
+                     "same_summary": digests["old"] == digests["new"] and len(digests["old"]) == 1})
+    doc = {"trace": f"synthetic:google?scale={a.scale:g}&hours={a.hours:g}", "reps": a.reps,
+           "old": str(trees["old"]), "new": str(trees["new"]), "rows": rows}
+    if a.json:
+        print(json.dumps(doc))
+        return
+    print(f"{doc['trace']}, best of {a.reps} (wall s of Engine.run(); ratio old/new)")
+    print(f"{'scheduler':<20}{'tasks':>8}{'old s':>10}{'new s':>10}{'ratio':>8}"
+          f"{'cpu ratio':>11}  same summary")
+    for r in rows:
+        print(f"{r['scheduler']:<20}{r['tasks']:>8}{r['old_best_s']:>10.3f}"
+              f"{r['new_best_s']:>10.3f}{r['ratio_old_over_new']:>8.3f}"
+              f"{r['cpu_ratio_old_over_new']:>11.3f}  {r['same_summary']}")
+
+
+if __name__ == "__main__":
+    main()
