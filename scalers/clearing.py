@@ -10,10 +10,10 @@ types cheaper than the candidate). A candidate is cleared only if its longest ta
 predicted remaining runtime exceeds the migration time (plus the expected spin-up when a
 new instance is needed). Migrated tasks keep their progress (the engine's migration).
 
-Reserved instances (stratus.reserved) are never candidates: they are billed to the end
+Reserved instances (stratus.commitments.reserved) are never candidates: they are billed to the end
 whether emptied or not. Tasks may be re-packed onto them.
 
-Under a savings plan (stratus.savings) "cheaper" compares marginal prices: a candidate on
+Under a savings plan (stratus.commitments.savings) "cheaper" compares marginal prices: a candidate on
 demand is worth what releasing it saves (nothing while the plan's headroom would cover it),
 and the new home may be an on-demand type at its marginal price (scalers.cost_efficiency).
 """
@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 
 from stratus.base.resources import fits
+from stratus.commitments.savings import marginal_price
 from stratus.compose import IndexedPacker, Part, Plan, part_hooks
 from stratus.model import READY, RUNNING, Instance
 from stratus.params import Param, Parametric
 from stratus.pricing.prices import ON_DEMAND, RESERVED
-from stratus.savings import marginal_price
 from stratus.scalers.cost_efficiency import (
     normalized_used_constraining,
     plan_options,

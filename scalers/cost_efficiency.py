@@ -17,7 +17,7 @@ default, bid = the on-demand price, §3.3) and its group assigned to it; repeat.
 Ties (equal scores, e.g. every m4 on-demand type costs the same per vCPU) go to the larger
 group, then the higher bin, then the smaller type: fewer instances for the same money.
 
-Under a savings plan (``stratus.savings``; docs/decisions.md, "Savings plans") the pairs
+Under a savings plan (``stratus.commitments.savings``; docs/decisions.md, "Savings plans") the pairs
 are (group, type, market) over the replay's market and on-demand, and each is scored at its
 marginal price (``ClusterView.marginal_price``): a covered on-demand type costs nothing
 more, so it is scored at COVERED_FLOOR (1e-6) x its on-demand price instead of 0 (no
@@ -40,13 +40,13 @@ from bisect import insort
 from collections import deque
 from collections.abc import Sequence
 
+from stratus.commitments.savings import COVERED_FLOOR, marginal_price
 from stratus.compose import Plan
 from stratus.model import Task
 from stratus.packers.binning import UNIT_S, bin_of
 from stratus.params import Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
-from stratus.savings import COVERED_FLOOR, marginal_price
 from stratus.view import ClusterView
 
 _REL_TIE = 1e-12
@@ -112,7 +112,7 @@ def plan_options(view: ClusterView) -> list[tuple[InstanceType, str]]:
 def plan_price(view: ClusterView, itype: InstanceType, market: str, headroom: float,
                discount: float) -> float:
     """The price an option is scored at under a savings plan: its marginal price
-    (stratus.savings.marginal_price), a covered on-demand type's 0 floored at COVERED_FLOOR
+    (stratus.commitments.savings.marginal_price), a covered on-demand type's 0 floored at COVERED_FLOOR
     x its on-demand price."""
     p = view.price(itype, market)
     if market == ON_DEMAND:

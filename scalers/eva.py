@@ -103,7 +103,7 @@ class Eva:
         plan = Plan(view)
         pending = view.pending
         events = self._count_events(view, pending)
-        if pending and view.reserved_shared:  # prepaid capacity first (stratus.reserved)
+        if pending and view.reserved_shared:  # prepaid capacity first (stratus.commitments.reserved)
             pending = fill_reserved(plan, view.reserved_instances, pending)
         snap = self._snapshot(view, pending)
         if self.partial and self.full:

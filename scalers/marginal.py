@@ -1,7 +1,7 @@
 """What an acquisition costs at the margin under a savings plan (issue 36, item 3), for the
 schedulers that buy instances by price.
 
-A savings plan's commitment is paid whatever is used (stratus.savings), so an on-demand
+A savings plan's commitment is paid whatever is used (stratus.commitments.savings), so an on-demand
 instance inside the plan's unused coverage costs nothing more: its marginal price
 (``ClusterView.marginal_price``) is 0, the full on-demand price with no headroom, the
 uncovered part in between. ``Offer`` is the set of (type, market) pairs a scheduler may
@@ -18,7 +18,7 @@ the live on-demand instances' and this tick's on-demand acquisitions'), not the 
 in the current clock hour: an instance acquired now runs on past the hour
 (docs/decisions.md, "Schedulers price acquisitions at the margin").
 
-Reserved instances (stratus.reserved) are all live from the first tick: no acquisition is
+Reserved instances (stratus.commitments.reserved) are all live from the first tick: no acquisition is
 ever billed at their rate, so they do not enter an acquisition's price; their idle capacity
 is taken by placement, which every scheduler tries before it buys.
 
@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stratus.base.resources import fits
+from stratus.commitments.savings import COVERED_FLOOR, marginal_price
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
-from stratus.savings import COVERED_FLOOR, marginal_price
 
 
 class Offer:

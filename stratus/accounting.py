@@ -79,9 +79,9 @@ class Accounting:
         other dimensions, capacity its tasks' shape does not need (shape). Ties for the
         fullest dimension go to the first."""
         if inst.state == READY:
-            dt = t - inst._used_since
+            dt = t - inst.used_since
             if dt > 0:
-                integ = inst._used_integral
+                integ = inst.used_integral
                 cap, free = inst.itype.capacity, inst.free
                 low = True
                 fullest, top = 0.0, 0
@@ -93,7 +93,7 @@ class Accounting:
                         fullest, top = (c - f) / c, d
                 self.fullest_rt += fullest * cap[0] * dt
                 if low:
-                    idle = self.idle_single if len(inst._tasks) == 1 else self.idle_low
+                    idle = self.idle_single if len(inst.tasks) == 1 else self.idle_low
                     for d, f in enumerate(free):
                         idle[d] += f * dt
                 else:
@@ -102,7 +102,7 @@ class Accounting:
                             self.idle_frag[d] += f * dt
                         else:
                             self.idle_shape[d] += f * dt
-            inst._used_since = t
+            inst.used_since = t
 
     def segment(self, tid: int, start: float, end: float, iid: int) -> None:
         """A run segment: task ``tid`` made progress on instance ``iid`` over [start, end)."""

@@ -179,7 +179,7 @@ class DecisionApplier:
             self.check_live(inst)
             if inst.market in self.pinned:
                 raise self.bad(f"cannot release {inst!r}: {self.pinned[inst.market]}")
-            if inst._tasks:
+            if inst.tasks:
                 raise self.bad(f"cannot release {inst!r}: it still holds tasks")
             act.release(inst, t)
         for iid, keep in dec.keep.items():

@@ -39,9 +39,9 @@ class Cloud:
         # sets of instance ids that changed, one per watcher (ClusterView.watch_instances)
         self.watchers: list[set[int]] = []
         self._spot_live: dict[str, dict[int, Instance]] = {}  # type -> live spot instances
-        # reserved instances (stratus.reserved): live from the first tick to the end
+        # reserved instances (stratus.commitments.reserved): live from the first tick to the end
         self.reserved: dict[int, Instance] = {}
-        # with a savings plan (stratus.savings): type -> live on-demand instances, as the
+        # with a savings plan (stratus.commitments.savings): type -> live on-demand instances, as the
         # view shows them; None without
         self.od_live: dict[str, int] | None = None
         self.ledger = Ledger(len(catalog.types[0].capacity))  # released instances, as rows
@@ -140,7 +140,7 @@ class Cloud:
         inst.keep = inst.was_kept = True
         inst.state = READY
         inst.ready_at = t
-        inst._used_since = t
+        inst.used_since = t
         self.alive[inst.iid] = inst
         self.reserved[inst.iid] = inst
         self.changed(inst)
@@ -185,7 +185,7 @@ class Cloud:
         """The instance is up: running, and from now on subject to crashes."""
         inst.state = READY
         inst.ready_at = t
-        inst._used_since = t
+        inst.used_since = t
         self.changed(inst)
         if self.crash_mean_s:  # Poisson crashes from the moment it is up (memoryless)
             self.kernel.schedule(t + self._frng.exponential(self.crash_mean_s), EV_CRASH,

@@ -130,7 +130,7 @@ class Plan:
     def savings_headroom(self) -> float | None:
         """The savings plan's headroom (``ClusterView.savings_headroom``, $/h) less the
         discounted rate of this plan's on-demand acquisitions so far; None without a plan
-        (stratus.savings)."""
+        (stratus.commitments.savings)."""
         view = self.view
         sp = view.savings_plan
         if sp is None:
@@ -463,7 +463,7 @@ class ComposedScheduler:
         pending = view.pending
         if pending:
             reserved = view.reserved_instances
-            if reserved and view.reserved_shared:  # prepaid capacity first (stratus.reserved)
+            if reserved and view.reserved_shared:  # prepaid capacity first (stratus.commitments.reserved)
                 pending = fill_reserved(plan, reserved, pending)
         if pending:
             left = self.packer.pack(view, plan, pending) if self.packer else list(pending)

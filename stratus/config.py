@@ -51,15 +51,15 @@ class ReplayConfig:
     faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
-    # reserved instances (stratus.reserved): ((type name, count), ...), ready from the first
+    # reserved instances (stratus.commitments.reserved): ((type name, count), ...), ready from the first
     # tick to the end, billed for that whole horizon; parse_reserved reads TYPE:COUNT,...
     reserved: tuple[tuple[str, int], ...] = ()
     # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
     reserved_discount: float | None = None
-    # a waiting policy at the door of the reserved instances (stratus.waiting_gate.Waiting;
+    # a waiting policy at the door of the reserved instances (stratus.commitments.gate.Waiting;
     # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
     waiting: Waiting | None = None
-    # a savings plan (stratus.savings): C $/hour committed from the first tick to the end,
+    # a savings plan (stratus.commitments.savings): C $/hour committed from the first tick to the end,
     # discounting on-demand usage up to it; on-demand joins the allowed markets
     savings_plan: SavingsPlan | None = None
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has

@@ -111,7 +111,7 @@ class Core:
         """``task`` holds its request on ``inst`` from ``t`` (running, waiting for the
         instance, or reserved as a migration's destination)."""
         self.acct.touch(inst, t)
-        inst._tasks[task.tid] = task
+        inst.add_task(task)
         inst.free = tuple(map(sub, inst.free, task.req))
         inst.hosted += 1
         self.cloud.changed(inst)
@@ -126,7 +126,7 @@ class Core:
         """``task`` gives back its request on ``inst`` at ``t``."""
         acct = self.acct
         acct.touch(inst, t)
-        del inst._tasks[task.tid]
+        inst.remove_task(task.tid)
         inst.free = tuple(map(add, inst.free, task.req))
         self.cloud.changed(inst)
         if task.anti_affinity:
@@ -142,7 +142,7 @@ class Core:
 
     def release(self, inst: Instance, t: float) -> None:
         """End ``inst`` at ``t`` and bill it (it holds no task)."""
-        if inst._tasks:
+        if inst.tasks:
             raise StratusError(f"engine bug: releasing instance {inst.iid} with tasks")
         self.acct.touch(inst, t)
         self.cloud.release(inst, t)
@@ -151,7 +151,7 @@ class Core:
 
     def maybe_release(self, inst: Instance, t: float) -> None:
         """Release ``inst`` if it holds no task and no policy keeps it."""
-        if not inst._tasks and not inst.keep and inst.state != RELEASED:
+        if not inst.tasks and not inst.keep and inst.state != RELEASED:
             self.release(inst, t)
 
     # ------------------------------------------------------------------ task life
@@ -276,7 +276,7 @@ class Core:
             return
         self.cloud.ready(inst, t)
         book = self.book
-        for task in list(inst._tasks.values()):
+        for task in list(inst.tasks.values()):
             tid = task.tid
             if book.state[tid] == WAITING:
                 self.start(task, t)
@@ -316,7 +316,7 @@ class Core:
     def evict(self, inst: Instance, t: float, crash: bool) -> None:
         """Take ``inst`` away at ``t`` (revoked or crashed) and send its tasks back."""
         book, acct = self.book, self.acct
-        for task in list(inst._tasks.values()):
+        for task in list(inst.tasks.values()):
             tid = task.tid
             dest = book.mig_dest.get(tid)
             if book.loc[tid] is not inst:  # reserved here as a migration target

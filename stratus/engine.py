@@ -168,7 +168,7 @@ class Engine(Core):
         dec = None
         if book.pending or cloud.busy():
             dec = self.decide()
-        if book.n_done == n and all(not i._tasks for i in cloud.alive.values()):
+        if book.n_done == n and all(not i.tasks for i in cloud.alive.values()):
             self.kernel.stop()
             return
         starved = self._starved() or self.crash_loop
@@ -332,7 +332,7 @@ class Engine(Core):
         self.ended_early = why
         book = self.book
         for inst in list(self.cloud.alive.values()):
-            for task in list(inst._tasks.values()):
+            for task in list(inst.tasks.values()):
                 tid = task.tid
                 if book.loc[tid] is inst:
                     if book.state[tid] == RUNNING:

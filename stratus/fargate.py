@@ -29,7 +29,7 @@ import pandas as pd
 from stratus.base.errors import ConfigError
 from stratus.base.resources import DIMS, SCALE, request_units
 from stratus.config import resolve
-from stratus.traces.schema import _bad_rows, gpu_requests
+from stratus.traces.schema import bad_rows, gpu_requests
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
 GB_HOUR_USD = 0.0127
@@ -96,7 +96,7 @@ class FargateCostModel:
             raise ConfigError("fargate: runtimes must be finite and non-negative")
         gpus = gpu_requests(f)
         if (gpus > 0).any():
-            raise _bad_rows(trace.name, f, gpus > 0, "task requests GPUs, and Fargate has none "
+            raise bad_rows(trace.name, f, gpus > 0, "task requests GPUs, and Fargate has none "
                             "(unrunnable there; drop GPU jobs to bill the rest)")
         # the catalog's dimensions, for the instance bounds (no GPU requests: a zero column)
         units = (request_units(f["cpu"], f["mem_gib"], gpus if cfg.catalog.has_gpus else None)

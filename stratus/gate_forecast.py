@@ -1,5 +1,5 @@
 """SWW's and compound's forecast at the door of the replay's reserved instances
-(``stratus.waiting_gate``, paper 000 §4.1): how long a task would wait if it joined the
+(``stratus.commitments.gate``, paper 000 §4.1): how long a task would wait if it joined the
 queue now, by simulating the reserved instances forward on the runtime estimates, the
 queue FCFS and work-conserving, at most ``limit`` seconds ahead (inf beyond), on the
 replay's clock: room freed at an estimated end is offered to the queue at the first tick

@@ -42,7 +42,7 @@ class Ledger:
         self.ready.append(math.nan if inst.ready_at is None else inst.ready_at)
         self.released.append(inst.released_at)
         self.cost.append(inst.cost)
-        self.used.extend(inst._used_integral)
+        self.used.extend(inst.used_integral)
         name = inst.itype.name
         code = self._type_codes.get(name)
         if code is None:

@@ -65,8 +65,8 @@ class Instance:
     """
 
     __slots__ = ("iid", "itype", "market", "bid", "state", "requested_at", "ready_at",
-                 "released_at", "free", "keep", "cost", "_tasks", "tasks", "_used_since",
-                 "_used_integral", "hosted", "revoke_at", "was_kept")
+                 "released_at", "free", "keep", "cost", "_tasks", "tasks", "used_since",
+                 "used_integral", "hosted", "revoke_at", "was_kept")
 
     def __init__(self, iid: int, itype: InstanceType, market: str, bid: float | None,
                  requested_at: float) -> None:
@@ -84,9 +84,10 @@ class Instance:
         self.cost = 0.0
         self._tasks: dict[int, Task] = {}
         self.tasks = MappingProxyType(self._tasks)
-        # allocated resource-time accounting: integral of (capacity - free) while ready
-        self._used_since = 0.0
-        self._used_integral = [0.0] * len(itype.capacity)
+        # allocated resource-time accounting (stratus.accounting's, engine-owned):
+        # integral of (capacity - free) while ready
+        self.used_since = 0.0
+        self.used_integral = [0.0] * len(itype.capacity)
         self.hosted = 0  # tasks that ever held resources here
         self.revoke_at: float | None = None
 
@@ -96,9 +97,13 @@ class Instance:
 
     def add_task(self, task: Task) -> None:
         """Record that ``task`` holds resources here (``tasks``); ``free`` is the caller's
-        to set. For whoever builds instances by hand (``stratus.testing.StaticView``); a
-        policy never calls it."""
+        to set. The engine's core calls it, and whoever builds instances by hand
+        (``stratus.testing.StaticView``); a policy never calls it."""
         self._tasks[task.tid] = task
+
+    def remove_task(self, tid: int) -> None:
+        """Record that task ``tid`` no longer holds resources here (the core's)."""
+        del self._tasks[tid]
 
     def __repr__(self) -> str:
         return (f"Instance({self.iid}, {self.itype.name}, {self.market}, "

@@ -26,13 +26,13 @@ from contextlib import contextmanager
 
 from stratus.base.errors import DecisionError
 from stratus.base.resources import to_units
+from stratus.commitments.savings import SavingsPlan, marginal_price
 from stratus.estimators import remaining_estimate
 from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.footprint import footprint_fraction
 from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
-from stratus.savings import SavingsPlan, marginal_price
 from stratus.view import CONSTANT
 
 MIB_BITS = 8 * 1024 * 1024
@@ -115,7 +115,7 @@ class StaticView:
                  migration_footprint: str = DEFAULT_FOOTPRINT,
                  savings_plan: SavingsPlan | None = None) -> None:
         self.now, self.tick_s, self.catalog, self.market = now, tick_s, catalog, market
-        self.savings_plan = savings_plan  # stratus.savings; on-demand prices are always set
+        self.savings_plan = savings_plan  # stratus.commitments.savings; on-demand prices are always set
         self.spinup_s = spinup_s
         self.markets = (ON_DEMAND, SPOT) if market == SPOT else (ON_DEMAND,)
         self.readjust = readjust
@@ -143,11 +143,11 @@ class StaticView:
                      iid: int | None = None) -> Instance:
         """A live instance holding ``tasks``, each ``(task, elapsed_s, estimate_s)``
         (running if the instance is ready, else waiting for it to boot). ``market``
-        "reserved" makes it a reserved instance (stratus.reserved), priced as the engine
+        "reserved" makes it a reserved instance (stratus.commitments.reserved), priced as the engine
         prices one unless ``set_price`` says otherwise."""
         t = self.catalog[itype] if isinstance(itype, str) else itype
         if market == RESERVED:
-            from stratus.reserved import reserved_rate
+            from stratus.commitments.reserved import reserved_rate
 
             self._price.setdefault((t.name, RESERVED), reserved_rate(t, None))
         iid = len(self._alive) if iid is None else iid

@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from stratus.cloud import Cloud
+from stratus.commitments.savings import SavingsPlan
+from stratus.commitments.savings import marginal_price as _marginal
 from stratus.estimators import remaining_estimate
 from stratus.model import RUNNING, Instance, Task
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT
-from stratus.savings import SavingsPlan
-from stratus.savings import marginal_price as _marginal
 from stratus.taskbook import TaskBook
 
 #: the kinds of ``ClusterView.instance_forms``
@@ -142,7 +142,7 @@ class EngineView:
 
     @property
     def reserved_instances(self) -> Iterable[Instance]:
-        """The live reserved instances (stratus.reserved), oldest first: prepaid, up to the
+        """The live reserved instances (stratus.commitments.reserved), oldest first: prepaid, up to the
         end of the replay; a policy may place and migrate onto them, never release them."""
         return self._cloud.reserved.values()
 
@@ -292,7 +292,7 @@ class EngineView:
 
     @property
     def savings_plan(self) -> SavingsPlan | None:
-        """The replay's savings plan (stratus.savings), or None."""
+        """The replay's savings plan (stratus.commitments.savings), or None."""
         return self._cfg.savings_plan
 
     def savings_headroom(self) -> float | None:
@@ -307,7 +307,7 @@ class EngineView:
         """$/h one more instance of ``itype`` in ``market`` (default: the replay's) adds
         to the bill now. Under a savings plan, on-demand: 0 while ``savings_headroom``
         covers its discounted rate, its full price with no headroom, the uncovered part in
-        between (stratus.savings.marginal_price). Otherwise ``price``."""
+        between (stratus.commitments.savings.marginal_price). Otherwise ``price``."""
         p = self.price(itype, market)
         plan = self._cfg.savings_plan
         if plan is None or (market or self._cfg.market) != ON_DEMAND:

@@ -76,7 +76,7 @@ def flag_values(values) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
-def _bad_rows(source: str, frame: pd.DataFrame, mask: np.ndarray, what: str) -> TraceError:
+def bad_rows(source: str, frame: pd.DataFrame, mask: np.ndarray, what: str) -> TraceError:
     idx = np.flatnonzero(mask)
     first = idx[:MAX_REPORTED_ROWS]
     places = []
@@ -110,14 +110,14 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
         s = frame[col]
         na = s.isna().to_numpy()
         if na.any():
-            raise _bad_rows(source, frame, na, f"column {col!r} is empty")
+            raise bad_rows(source, frame, na, f"column {col!r} is empty")
         if dtype == "string":
             cols[col] = s.astype(str).array
             continue
         if dtype == "bool":
             flags, bad = flag_values(s)
             if bad.any():
-                raise _bad_rows(source, frame, bad, f"column {col!r} must be 0/1 or true/false")
+                raise bad_rows(source, frame, bad, f"column {col!r} must be 0/1 or true/false")
             cols[col] = flags
             continue
         if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iuf":
@@ -125,13 +125,13 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
         else:
             num = pd.to_numeric(s, errors="coerce")
             if num.isna().any():
-                raise _bad_rows(source, frame, num.isna().to_numpy(), f"column {col!r} is not a number")
+                raise bad_rows(source, frame, num.isna().to_numpy(), f"column {col!r} is not a number")
             arr = num.to_numpy(dtype=np.float64)
         if not np.all(np.isfinite(arr)):
-            raise _bad_rows(source, frame, ~np.isfinite(arr), f"column {col!r} is not finite")
+            raise bad_rows(source, frame, ~np.isfinite(arr), f"column {col!r} is not finite")
         if dtype == "int64":
             if np.any(arr != np.round(arr)):
-                raise _bad_rows(source, frame, arr != np.round(arr), f"column {col!r} must be an integer")
+                raise bad_rows(source, frame, arr != np.round(arr), f"column {col!r} must be an integer")
             cols[col] = arr.astype(np.int64)
         else:
             cols[col] = arr
@@ -146,13 +146,13 @@ def validate_frame(frame: pd.DataFrame, source: str = "trace") -> pd.DataFrame:
     ]
     for mask, what in checks:
         if mask.any():
-            raise _bad_rows(source, frame, mask, what)
+            raise bad_rows(source, frame, mask, what)
     out = pd.DataFrame(cols, index=frame.index)  # arrays: by position, as frame's rows
     if "source_job_id" in out.columns:
         _check_source_ids(source, frame, out)
     dup = out.duplicated(["job_id", "task_id"], keep="first").to_numpy()
     if dup.any():
-        raise _bad_rows(source, frame, dup, "duplicate (job_id, task_id)")
+        raise bad_rows(source, frame, dup, "duplicate (job_id, task_id)")
     out = out.sort_values(SORT_KEY, kind="stable").reset_index(drop=True)
     return out
 
@@ -166,7 +166,7 @@ def _check_source_ids(source: str, frame: pd.DataFrame, out: pd.DataFrame) -> No
         if twice.any():
             value = pairs[col][twice].iloc[0]
             rows = (out[col] == value).to_numpy()
-            raise _bad_rows(source, frame, rows, f"{col} {shown(value)} has more than one "
+            raise bad_rows(source, frame, rows, f"{col} {shown(value)} has more than one "
                             f"{'source_job_id' if col == 'job_id' else 'job_id'}")
 
 
@@ -312,10 +312,10 @@ def fit_to_catalog(trace: Trace, catalog, drop: bool) -> Trace:
         return trace
     if not drop:
         if not catalog.has_gpus and has_gpus(trace) and (bad & (trace.column("gpus") > 0)).any():
-            raise _bad_rows(trace.name, trace.frame, bad & (trace.column("gpus") > 0),
+            raise bad_rows(trace.name, trace.frame, bad & (trace.column("gpus") > 0),
                             f"task requests GPUs but catalog {catalog.name} has no GPU type; "
                             f"pass --drop-oversized to drop such jobs")
-        raise _bad_rows(trace.name, trace.frame, bad,
+        raise bad_rows(trace.name, trace.frame, bad,
                         f"task larger than every {catalog.name} instance type "
                         f"(largest {catalog.types[-1].name}); pass --drop-oversized to drop such jobs")
     f = trace.frame

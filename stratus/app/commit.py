@@ -53,7 +53,7 @@ def advise_commit(spec: S.CommitSpec, fitted, history, warmup_h, on_point=None) 
     them); ``on_point(point)`` as each replay ends."""
     from stratus.app.registry import get_spec
     from stratus.app.runs import default_jobs, replay_config, run_cells
-    from stratus.reserved import reserved_rate, reserved_text
+    from stratus.commitments.reserved import reserved_rate, reserved_text
     from stratus.waiting.advisor import milp_commitment, milp_mix, unit_prices
 
     sched = get_spec(spec.scheduler)

@@ -90,8 +90,8 @@ BILL_POLICIES = ("njw", "ajw-t", "compound")
 
 def _vcpus(mix: str, catalog: str) -> float:
     """vCPUs of a reserved mix ``TYPE:COUNT,...`` of ``catalog``'s types."""
+    from stratus.commitments.reserved import parse_reserved
     from stratus.pricing.catalog_files import get_catalog
-    from stratus.reserved import parse_reserved
 
     cat = get_catalog(catalog)
     return float(sum(cat[name].vcpu * n for name, n in parse_reserved(mix)))

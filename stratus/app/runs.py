@@ -43,13 +43,13 @@ def fitted_estimator(name: str, seed: int, history: Callable[[], object], trace=
 def replay_config(spec: CloudSpec):
     """The engine's configuration for ``spec``'s cloud: catalog, market and prices, tick,
     spin-up, migration, faults, guards (no estimator yet)."""
+    from stratus.commitments.gate import parse_waiting
+    from stratus.commitments.reserved import parse_reserved
+    from stratus.commitments.savings import parse_savings_plan
     from stratus.engine import ReplayConfig
     from stratus.faults import parse_faults
     from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
-    from stratus.reserved import parse_reserved
-    from stratus.savings import parse_savings_plan
-    from stratus.waiting_gate import parse_waiting
 
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
                        migration_mbps=spec.migration_mbps,

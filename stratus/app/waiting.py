@@ -9,8 +9,8 @@ import numpy as np
 
 from stratus.app.spec import AdviseSpec, WaitingSpec
 from stratus.base.errors import ConfigError
+from stratus.commitments.reserved import reserved_text
 from stratus.pricing.catalog_files import get_catalog
-from stratus.reserved import reserved_text
 from stratus.waiting.bill import mix_prices, pool_prices, smallest_vm_costs
 from stratus.waiting.pool import (
     PoolSpec,

@@ -41,7 +41,7 @@ def with_reserved(prices, catalog, markets, reserved):
 
 
 def savings_plan_summary(plan, pbill) -> dict:
-    """The summary's savings-plan keys (stratus.savings): the plan, its commitment over
+    """The summary's savings-plan keys (stratus.commitments.savings): the plan, its commitment over
     the replay's hours, the on-demand usage it covered (at on-demand rates) and what of the
     commitment bought nothing."""
     return {"savings_plan": plan.text(), "savings_plan_usd_per_hour": plan.hourly_usd,

@@ -17,7 +17,7 @@ def check_commitments(cfg) -> None:
     if cfg.waiting is not None:
         if not isinstance(cfg.waiting, Waiting):
             raise ConfigError(f"ReplayConfig.waiting takes a Waiting object, got "
-                              f"{cfg.waiting!r} (stratus.waiting_gate.parse_waiting "
+                              f"{cfg.waiting!r} (stratus.commitments.gate.parse_waiting "
                               f"reads POLICY[:b=,t=])")
         if not cfg.reserved:
             raise ConfigError("a waiting policy (--waiting) needs reserved instances to "

@@ -385,7 +385,7 @@ class ReservedGate:
         """The gate's split, as ``stratus waiting simulate`` reports a pool: the tasks it
         started on reserved room and those it turned away (sent to the scheduler), their
         share, and the mean wait over every task decided; with ``ran_on`` (the engine's
-        per-task record of where each ran, ``stratus.reserved.ran_where``), how many of
+        per-task record of where each ran, ``stratus.commitments.reserved.ran_where``), how many of
         those it turned away ran on reserved room all the same (``share=on``)."""
         waits = [w for w in self.wait if w == w]
         n = len(waits)

@@ -70,7 +70,7 @@ def check_reserved(reserved, catalog, what: str = "--reserved") -> None:
     """``reserved`` is a tuple of (type name, count >= 1) pairs naming ``catalog``'s types."""
     if not isinstance(reserved, tuple):
         raise ConfigError(f"{what} takes a tuple of (type, count) pairs "
-                          f"(stratus.reserved.parse_reserved reads TYPE:COUNT,...), got "
+                          f"(stratus.commitments.reserved.parse_reserved reads TYPE:COUNT,...), got "
                           f"{reserved!r}")
     for pair in reserved:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)

@@ -17,7 +17,7 @@ The model (docs/reference/savings-plans.md, docs/decisions.md "Savings plans"):
 
 * **Hours.** The plan's clock hours start where the replay starts, the window's first
   scheduling tick (with or without a waiting policy; the origin of the reserved
-  instances' horizon too, ``stratus.reserved``) and run to the replay's end: hour h is [origin + 3600 h, origin + 3600 (h + 1)). The last hour is
+  instances' horizon too, ``stratus.commitments.reserved``) and run to the replay's end: hour h is [origin + 3600 h, origin + 3600 (h + 1)). The last hour is
   usually partial; its commitment is prorated by seconds, C_h = C x seconds / 3600.
 * **Eligible usage.** On-demand instances only: spot instances are not covered, and a
   reserved instance is billed at its own rate (reserved instances apply first). An
@@ -131,7 +131,7 @@ def parse_savings_plan(text, what: str = "--savings-plan") -> SavingsPlan | None
 def check_plan(plan, what: str = "ReplayConfig.savings_plan") -> None:
     """None, or a SavingsPlan (parse_savings_plan reads the text form)."""
     if plan is not None and not isinstance(plan, SavingsPlan):
-        raise ConfigError(f"{what} takes a SavingsPlan (stratus.savings.parse_savings_plan "
+        raise ConfigError(f"{what} takes a SavingsPlan (stratus.commitments.savings.parse_savings_plan "
                           f"reads USD_PER_HOUR[:DISCOUNT]), got {plan!r}")
 
 

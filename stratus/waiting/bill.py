@@ -61,9 +61,9 @@ class MixPrices:
 
 def mix_prices(catalog: Catalog, pairs, discount: float | None) -> MixPrices:
     """``pairs`` ((type, count), ...) priced as the replay prices ``--reserved``
-    (``stratus.reserved.reserved_rate``): (1 - D) x on-demand with ``discount`` D, else the
+    (``stratus.commitments.reserved.reserved_rate``): (1 - D) x on-demand with ``discount`` D, else the
     catalog's reserved rate, else (1 - 0.6) x on-demand where the catalog has none."""
-    from stratus.reserved import reserved_rate
+    from stratus.commitments.reserved import reserved_rate
 
     if discount is not None and not (0 <= discount < 1 and math.isfinite(discount)):
         raise ConfigError(f"--reserved-discount takes a fraction in [0, 1), got {discount}")

@@ -12,8 +12,8 @@ import stratus
 from stratus.app import spec as S
 from stratus.app.cli import main
 from stratus.base.errors import ConfigError
+from stratus.commitments.reserved import reserved_rate
 from stratus.pricing.catalog import M4
-from stratus.reserved import reserved_rate
 
 TRACE = "synthetic:google?scale=0.02&hours=2"
 

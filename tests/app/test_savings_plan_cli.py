@@ -12,7 +12,7 @@ import stratus
 from stratus.app import spec as S
 from stratus.app.cli import main
 from stratus.base.errors import ConfigError
-from stratus.savings import SavingsPlan
+from stratus.commitments.savings import SavingsPlan
 
 TRACE = "synthetic:google?scale=0.02"
 PLAN_KEYS = ("savings_plan", "savings_plan_usd_per_hour", "savings_plan_discount",

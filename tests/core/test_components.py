@@ -156,7 +156,7 @@ def test_idle_time_is_booked_by_the_instances_state():
     inst.free = (0, 8192)  # all its CPU taken: fragmentation none, the memory left is shape
     acct.touch(inst, 200.0)
     assert acct.idle_frag == [0.0, 0.0] and acct.idle_shape == [0.0, 8192 * 100.0]
-    assert inst._used_integral == [1000 * 100.0 + 4000 * 100.0, 4096 * 100.0 + 8192 * 100.0]
+    assert inst.used_integral == [1000 * 100.0 + 4000 * 100.0, 4096 * 100.0 + 8192 * 100.0]
     snap = acct.snapshot()
     assert snap.idle_low_one_task == acct.idle_single and snap.idle_shape == acct.idle_shape
     assert snap.fullest == pytest.approx(0.25 * 4000 * 100.0 + 1.0 * 4000 * 100.0)

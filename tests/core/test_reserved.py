@@ -1,4 +1,4 @@
-"""Reserved instances inside the engine (issue 23, item 1; stratus.reserved): up from the
+"""Reserved instances inside the engine (issue 23, item 1; stratus.commitments.reserved): up from the
 first tick to the end, never released, revoked or crashed, billed for that whole horizon
 at their rate; every registered scheduler places on them."""
 
@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, DecisionError
 from stratus.commitments.addons import gate_of
+from stratus.commitments.gate import parse_waiting
+from stratus.commitments.reserved import parse_reserved, reserved_rate
 from stratus.decisions import Decisions
 from stratus.engine import Engine, ReplayConfig
 from stratus.faults import Faults
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import RESERVED
-from stratus.reserved import parse_reserved, reserved_rate
-from stratus.waiting_gate import parse_waiting
 from tests.helpers.invariants import check_invariants
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import first_tick, make_trace
@@ -94,7 +94,7 @@ reserved_sets = st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 2)), m
 def test_every_scheduler_keeps_the_invariants_with_reserved_instances(name, trace, conf,
                                                                       reserved, market,
                                                                       waiting):
-    """With or without a waiting policy at the door (stratus.waiting_gate, item 3)."""
+    """With or without a waiting policy at the door (stratus.commitments.gate, item 3)."""
     e, res = replay(trace, make_scheduler(name), reserved=reserved, market=market,
                     waiting=parse_waiting(waiting), **conf)
     check_invariants(trace, res)  # capacity, every task once, every bill its integral

@@ -50,13 +50,13 @@ def reference(insts):
         prov += cap * life
         up = i.ready_at if i.ready_at is not None else i.released_at
         boot += cap * (min(up, i.released_at) - i.requested_at)
-        alloc += np.asarray(i._used_integral)
+        alloc += np.asarray(i.used_integral)
         by_type[i.itype.name] += i.cost
         by_market[i.market] += i.cost
         rows.append((i.iid, i.itype.name, i.market, i.requested_at,
                      i.ready_at if i.ready_at is not None else math.nan, i.released_at, i.cost,
                      i.hosted, *(u / c / life if life > 0 else math.nan
-                                 for u, c in zip(i._used_integral, i.itype.capacity))))
+                                 for u, c in zip(i.used_integral, i.itype.capacity))))
     rows.sort()
     return pd.DataFrame(rows, columns=INSTANCE_COLUMNS), secs, prov, boot, alloc, by_type, by_market
 
@@ -71,7 +71,7 @@ def test_instance_table_matches_the_loop(specs, rnd):
         ready = None if up is None else req + min(up, life)
         insts.append(SimpleNamespace(iid=iid, itype=itype, market=market, requested_at=req,
                                      released_at=req + life, ready_at=ready, cost=cost,
-                                     hosted=hosted, _used_integral=list(used)))
+                                     hosted=hosted, used_integral=list(used)))
     rnd.shuffle(insts)  # released in any order
     led = Ledger(2)
     for i in insts:

@@ -1,4 +1,4 @@
-"""Savings plans inside the engine (issue 23, item 2; stratus.savings): an hourly commitment
+"""Savings plans inside the engine (issue 23, item 2; stratus.commitments.savings): an hourly commitment
 paid from the first tick to the end, on-demand usage up to it at (1 - d) x on-demand and
 beyond it at on-demand; the view's marginal price; Stratus's scaler preferring covered
 on-demand capacity."""
@@ -14,10 +14,7 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
-from stratus.engine import Engine, ReplayConfig
-from stratus.pricing.catalog import M4
-from stratus.pricing.prices import ON_DEMAND, SPOT
-from stratus.savings import (
+from stratus.commitments.savings import (
     DEFAULT_DISCOUNT,
     SavingsPlan,
     bound,
@@ -26,6 +23,9 @@ from stratus.savings import (
     parse_savings_plan,
     plan_bill,
 )
+from stratus.engine import Engine, ReplayConfig
+from stratus.pricing.catalog import M4
+from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.testing import StaticView, task
 from tests.helpers.invariants import check_invariants, savings_plan_per_second
 from tests.helpers.strategies import configs, workloads

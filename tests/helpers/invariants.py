@@ -154,7 +154,7 @@ def check_invariants(trace, res, prices: PriceBook | None = None, partial: bool 
 
 
 def savings_plan_per_second(res, prices: PriceBook | None = None) -> dict[str, float]:
-    """The savings plan's bill (stratus.savings) recomputed by brute force from the
+    """The savings plan's bill (stratus.commitments.savings) recomputed by brute force from the
     instance log: every released on-demand instance's life cut into seconds counted from the
     plan's origin (the first tick), each second's on-demand price added to its clock hour;
     then per hour h, commitment C_h (the last hour prorated by seconds) and bill_h = C_h +

@@ -19,22 +19,8 @@ FOLDERS = ("stratus", "packers", "scalers")
 #: the registry builds parts from text and may look names up (issue 37: "outside the registry")
 NOT_PROBES = {"stratus/app/registry.py"}
 
-# The engine core and its add-ons still reach into the components' fields; h-core (issue
-# 37 items 1-2) makes those transitions public. TEMPORARY: the lead removes this list after
-# merging that branch, and then every module below must pass as the others do.
-PRIVATE_ALLOWED = {
-    "stratus/engine.py",
-    "stratus/fargate.py",
-    "stratus/waiting_gate.py",
-    "stratus/savings.py",
-    "stratus/reserved.py",
-    # the engine's components, h-core's too (docs: owners of issue 37): they keep an
-    # instance's task map and usage integral (``Instance._tasks``, ``_used_integral``)
-    "stratus/accounting.py",
-    "stratus/apply.py",
-    "stratus/ledger.py",
-}
-PRIVATE_ALLOWED_FOLDERS = ("stratus/live/",)
+PRIVATE_ALLOWED: set[str] = set()
+PRIVATE_ALLOWED_FOLDERS: tuple[str, ...] = ()
 
 #: names a view or a part goes by where it is probed (``getattr(view, ...)``)
 VIEW_OR_PART = {"view", "v", "part", "p", "parts", "packer", "scaler", "migrator", "choice"}

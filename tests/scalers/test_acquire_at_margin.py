@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
+from stratus.commitments.savings import SavingsPlan, marginal_price
 from stratus.compose import Plan
 from stratus.pricing.prices import ON_DEMAND, SPOT
-from stratus.savings import SavingsPlan, marginal_price
 from stratus.testing import StaticView, task
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import make_trace

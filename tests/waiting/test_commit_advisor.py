@@ -78,7 +78,7 @@ def test_advise_modes_refuse_each_others_options(argv, what, capsys):
 
 def test_the_advisors_plan_discount_is_the_engines_default():
     from stratus.app.spec.replay import PLAN_DISCOUNT
-    from stratus.savings import DEFAULT_DISCOUNT
+    from stratus.commitments.savings import DEFAULT_DISCOUNT
 
     assert PLAN_DISCOUNT == DEFAULT_DISCOUNT
 

@@ -1,4 +1,4 @@
-"""Waiting policies inside the replay (stratus.waiting_gate, issue 23 items 3-4): the
+"""Waiting policies inside the replay (stratus.commitments.gate, issue 23 items 3-4): the
 unified replay agrees with the pool simulator where both model the same thing, and keeps
 the engine's invariants where it goes further."""
 
@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from stratus.base.errors import ConfigError
 from stratus.commitments.addons import gate_of
+from stratus.commitments.gate import parse_waiting
 from stratus.engine import Engine, ReplayConfig
 from stratus.pricing.catalog import M4
 from stratus.waiting.bill import pool_prices
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
-from stratus.waiting_gate import parse_waiting
 from tests.helpers.trace import make_trace
 
 SERVER = "m4.2xlarge"  # 8 vCPU, 32 GiB

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler
+from stratus.commitments.gate import parse_waiting
 from stratus.engine import Engine, ReplayConfig
-from stratus.waiting_gate import parse_waiting
 from tests.helpers.trace import make_trace
 
 # jobs of one to three tasks over an hour, at any second (off the 60-s grid)

@@ -197,8 +197,8 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
     """The whole replay, the incremental forecast against the reference: every task's
     decision and wait, and the summary (the bill) to the bit, wall time aside."""
     from stratus.app.registry import make_estimator, make_scheduler
+    from stratus.commitments.gate import parse_waiting
     from stratus.engine import Engine, ReplayConfig
-    from stratus.waiting_gate import parse_waiting
 
     trace = _bursts(rows)
 
@@ -222,8 +222,8 @@ def test_a_burst_is_answered_from_one_simulation():
     reserved room is full is answered from one simulation (one Forecast, built once),
     not one per task; and every task goes where the reference forecast sends it."""
     from stratus.app.registry import make_scheduler
+    from stratus.commitments.gate import parse_waiting
     from stratus.engine import Engine, ReplayConfig
-    from stratus.waiting_gate import parse_waiting
 
     rows = [(0, i, 0, 3600, 1.0, 1.0) for i in range(8)]  # fill the 8 cores for an hour
     rows += [(1, i, 60, 300 + 7 * i, 1.0, 1.0) for i in range(200)]
@@ -259,8 +259,8 @@ def test_sww_predicts_the_wait_on_the_replays_clock():
     arrives at the tick at 60 waits 60 s, not 40. SWW with b = 50 sends it on; with b = 60
     it waits, and waits exactly what it was told."""
     from stratus.app.registry import make_scheduler
+    from stratus.commitments.gate import parse_waiting
     from stratus.engine import Engine, ReplayConfig
-    from stratus.waiting_gate import parse_waiting
 
     trace = make_trace([(0, 0, 0, 100, 8.0, 8.0), (1, 0, 10, 600, 8.0, 8.0)])
 

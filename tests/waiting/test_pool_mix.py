@@ -262,8 +262,8 @@ def test_a_two_type_mix_is_billed_server_by_server(capsys):
                                    reserved_discount=0.5)
     assert api == doc
     # without a discount: the catalog's reserved rates, as the replay prices --reserved
+    from stratus.commitments.reserved import reserved_rate
     from stratus.pricing.catalog_files import get_catalog
-    from stratus.reserved import reserved_rate
 
     m5 = get_catalog("m5")
     doc = _cli(capsys, "--reserved-mix", "m5.4xlarge:1,m5.large:2", "--policy", "njw")

@@ -228,7 +228,7 @@ def reserved_pairs(name: str) -> Callable[[Any], Any]:
     def check(v):
         if v is None:
             return None
-        from stratus.reserved import parse_reserved, reserved_text
+        from stratus.commitments.reserved import parse_reserved, reserved_text
 
         if isinstance(v, (list, tuple)):  # a sweep config's list of "TYPE:COUNT" items
             if not all(isinstance(x, str) for x in v):
@@ -249,7 +249,7 @@ def _waiting(v):
         return None
     if not isinstance(v, str):
         raise Bad(f"takes POLICY[:b=SECONDS,t=SECONDS,share=on|off], got {v!r}")
-    from stratus.waiting_gate import parse_waiting
+    from stratus.commitments.gate import parse_waiting
 
     w = parse_waiting(v, LABEL.get()("waiting"))
     return None if w is None else w.text()
@@ -257,10 +257,10 @@ def _waiting(v):
 
 def _savings_plan(v):
     """``USD_PER_HOUR[:DISCOUNT]`` in canonical form, the discount filled in (None: no
-    plan); a number is the rate, a ``stratus.savings.SavingsPlan`` itself."""
+    plan); a number is the rate, a ``stratus.commitments.savings.SavingsPlan`` itself."""
     if v is None:
         return None
-    from stratus.savings import parse_savings_plan
+    from stratus.commitments.savings import parse_savings_plan
 
     plan = parse_savings_plan(v, LABEL.get()("savings_plan"))
     return None if plan is None else plan.text()

@@ -175,8 +175,8 @@ class CloudSpec(WindowSpec, SpotPrices):
                               "zone)")
         if self.reserved is not None:
             from stratus.app.spec.fields import LABEL
+            from stratus.commitments.reserved import check_reserved, parse_reserved
             from stratus.pricing.catalog_files import get_catalog
-            from stratus.reserved import check_reserved, parse_reserved
 
             check_reserved(parse_reserved(self.reserved), get_catalog(self.catalog),
                            LABEL.get()("reserved"))
@@ -311,7 +311,7 @@ class EstimateSpec(WindowSpec):
 
 
 COMMITS = ("reserved", "savings-plan")
-PLAN_DISCOUNT = 0.5  # stratus.savings.DEFAULT_DISCOUNT (a test holds them equal)
+PLAN_DISCOUNT = 0.5  # stratus.commitments.savings.DEFAULT_DISCOUNT (a test holds them equal)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -170,8 +170,8 @@ class WaitingSpec(PoolOptions, SpotPrices):
         for the one-shape form."""
         if self.reserved_mix is None:
             return None
+        from stratus.commitments.reserved import check_reserved, parse_reserved
         from stratus.pricing.catalog_files import get_catalog
-        from stratus.reserved import check_reserved, parse_reserved
 
         what = LABEL.get()("reserved_mix")
         pairs = parse_reserved(self.reserved_mix, what)
