@@ -688,16 +688,28 @@ class _EventPool:
                           self.queue_floor())
 
     def drain_sjf(self, t: float) -> None:
-        """SJF's pass: the shortest first, the head only unless work-conserving."""
-        queue, waiting, wc = self.queue, self.waiting, self.wc
+        """SJF's pass: the shortest first, the head only unless work-conserving. Room only
+        shrinks during a pass, so a job larger than the most room fails without a scan
+        (a long queue's pass is most of a crowded SJF run)."""
+        queue, waiting, wc, wide, best = self.queue, self.waiting, self.wc, self.wide, self.best
+        cp, mm, free_c, free_m = self.cp, self.mm, self.free_c, self.free_m
+        top_c = top_m = math.inf  # (a head-only pass tests one job: no bound worth a max)
+        if wc:
+            top_c = max(free_c, default=0.0) + _EPS
+            top_m = max(free_m, default=0.0) + _EPS
         skipped = []
         while queue:
-            kj = queue[0]
-            j = kj[1]
+            j = queue[0][1]
             if j not in waiting:
                 heapq.heappop(queue)
                 continue
-            k = self.place(j)
+            c, m = cp[j], mm[j]
+            if c > top_c or m > top_m:
+                k = -1
+            elif wide:
+                k = self.place(j)
+            else:
+                k = _fit(c, m, free_c, free_m, best)
             if k < 0:
                 if not wc:
                     break
@@ -706,6 +718,9 @@ class _EventPool:
             heapq.heappop(queue)
             self.off_queue(j)
             self.run_job(j, k, t)
+            if wc:
+                top_c = max(free_c) + _EPS
+                top_m = max(free_m) + _EPS
         for item in skipped:
             heapq.heappush(queue, item)
 
