@@ -757,7 +757,11 @@ class _EventPool:
         during a pass, so the largest room stays an upper bound: a job larger than it, or
         at least as large as one that failed, fails without a scan; once not even
         ``floor`` (the smallest queued cores and GiB) has room, the rest stay."""
-        cp, mm, wc, best, fit = self.cp, self.mm, self.wc, self.best, _fit
+        cp = self.cp  # (locals: a forecast makes this pass at each of its instants)
+        mm = self.mm
+        wc = self.wc
+        best = self.best
+        fit = _fit
         rest: list[int] = []
         fails: list[tuple[float, float]] = []
         top_c = max(fc, default=0.0) + _EPS
@@ -864,9 +868,10 @@ class _EventPool:
             q = self.fifo.jobs()
         q.append(j)
         ev, fc, fm, cp, mm = f.ev, f.fc, f.fm, self.cp, self.mm
+        one_pass, start = self.one_pass, f.start
         while True:
             # start what can start now, in order (head only unless work-conserving)
-            rest = self.one_pass(q, fc, fm, f.start)
+            rest = one_pass(q, fc, fm, start)
             if f.found is not None:
                 return f.found
             q = rest
