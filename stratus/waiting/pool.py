@@ -335,18 +335,24 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                       timer=timer, revocation=revocation).run()
 
 
-def _fit(c: float, m: float, fc: list[float], fm: list[float], best: bool) -> int:
-    """The server (of free cores ``fc``, GiB ``fm``) a job of c cores, m GiB goes to: the
-    first that fits, or (``best``) the one with the fewest free cores that fits; -1: none."""
+def _first_fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
+    """The first server (of free cores ``fc``, GiB ``fm``) a job of c cores, m GiB fits;
+    -1: none."""
+    for k in range(len(fc)):
+        if fc[k] + _EPS >= c and fm[k] + _EPS >= m:
+            return k
+    return -1
+
+
+def _best_fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
+    """The server with the fewest free cores that a job of c cores, m GiB fits (the first
+    such); -1: none."""
     chosen = -1
     room = math.inf
     for k in range(len(fc)):
         f = fc[k]
-        if f + _EPS >= c and fm[k] + _EPS >= m:
-            if not best:
-                return k
-            if f < room:
-                room, chosen = f, k
+        if f + _EPS >= c and fm[k] + _EPS >= m and f < room:
+            room, chosen = f, k
     return chosen
 
 
@@ -386,7 +392,7 @@ class _EventPool:
 
     __slots__ = ("n", "cloud", "start", "wait", "server", "killed", "runs", "fits", "sub", "rt",
                  "cp", "mm", "ky", "fit_ok", "short", "over", "under", "name", "b", "t_short",
-                 "best", "wc", "sjf", "predictor", "observe", "short_first", "timer",
+                 "best", "fit", "wc", "sjf", "predictor", "observe", "short_first", "timer",
                  "revocation", "free_c", "free_m", "num_cores", "wide", "room_c", "room_ce",
                  "room_me", "events", "waiting", "queue", "fifo", "low_c", "low_m", "agg", "now")
 
@@ -415,6 +421,7 @@ class _EventPool:
         # the rules
         self.name, self.b, self.t_short = policy.name, policy.b, policy.t
         self.best = spec.placement == "best-fit"
+        self.fit = _best_fit if self.best else _first_fit  # (c, m, free cores, free GiB)
         self.wc = spec.work_conserving
         self.sjf = spec.order == "sjf"
         self.predictor, self.observe = predictor, observe
@@ -571,9 +578,9 @@ class _EventPool:
         return self.place(j) if self.may_pass(j) else -1
 
     def place(self, j: int) -> int:
-        """``_fit`` on the pool's free room now."""
+        """``fit`` on the pool's free room now."""
         if not self.wide:
-            return _fit(self.cp[j], self.mm[j], self.free_c, self.free_m, self.best)
+            return self.fit(self.cp[j], self.mm[j], self.free_c, self.free_m)
         c, m = self.cp[j], self.mm[j]
         ok = (self.room_ce >= c) & (self.room_me >= m)
         k = int(np.where(ok, self.room_c, math.inf).argmin() if self.best else ok.argmax())
@@ -691,7 +698,7 @@ class _EventPool:
         """SJF's pass: the shortest first, the head only unless work-conserving. Room only
         shrinks during a pass, so a job larger than the most room fails without a scan
         (a long queue's pass is most of a crowded SJF run)."""
-        queue, waiting, wc, wide, best = self.queue, self.waiting, self.wc, self.wide, self.best
+        queue, waiting, wc, wide, fit = self.queue, self.waiting, self.wc, self.wide, self.fit
         cp, mm, free_c, free_m = self.cp, self.mm, self.free_c, self.free_m
         top_c = top_m = math.inf  # (a head-only pass tests one job: no bound worth a max)
         if wc:
@@ -709,7 +716,7 @@ class _EventPool:
             elif wide:
                 k = self.place(j)
             else:
-                k = _fit(c, m, free_c, free_m, best)
+                k = fit(c, m, free_c, free_m)
             if k < 0:
                 if not wc:
                     break
@@ -760,8 +767,7 @@ class _EventPool:
         cp = self.cp  # (locals: a forecast makes this pass at each of its instants)
         mm = self.mm
         wc = self.wc
-        best = self.best
-        fit = _fit
+        fit = self.fit
         rest: list[int] = []
         fails: list[tuple[float, float]] = []
         top_c = max(fc, default=0.0) + _EPS
@@ -773,7 +779,7 @@ class _EventPool:
             c, m = cp[j], mm[j]
             k = -1
             if c <= top_c and m <= top_m and not any(c >= a and m >= z for a, z in fails):
-                k = fit(c, m, fc, fm, best)
+                k = fit(c, m, fc, fm)
             if k < 0:
                 if not wc:  # strict FCFS: the head that cannot start holds the rest
                     rest.extend(q[i:])
@@ -794,7 +800,7 @@ class _EventPool:
         """A work-conserving ``one_pass`` of jobs ``q`` over the grown servers alone
         (``room``, from ``_grown``; ``start(job, k)``, True ends the pass): a job larger
         than their most room fails at once. Returns the jobs left, in order."""
-        cp, mm, best, fit = self.cp, self.mm, self.best, _fit
+        cp, mm, fit = self.cp, self.mm, self.fit
         g, gcl, gml = room
         top_c = max(gcl) + _EPS
         top_m = max(gml) + _EPS
@@ -803,7 +809,7 @@ class _EventPool:
             c, m = cp[j], mm[j]
             x = -1
             if c <= top_c and m <= top_m:
-                x = fit(c, m, gcl, gml, best)
+                x = fit(c, m, gcl, gml)
             if x < 0:
                 rest.append(j)
                 continue
