@@ -328,69 +328,435 @@ def _unit_speculative(s, tt, submit, runtime, fits) -> PoolRun:
 def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
              predictor=None, observe=None, short_first=False, timer=False,
              revocation=None) -> PoolRun:
-    """Event by event: several jobs per server, either placement, either order."""
-    n = len(submit)
-    cloud = np.zeros(n, dtype=bool)
-    start = np.full(n, np.nan)
-    wait = np.zeros(n)
-    server = np.full(n, -1, dtype=np.int64)
-    shapes = spec.server_shapes()  # each server's room starts at its own shape
-    free_c = [c for c, _ in shapes]
-    free_m = [m for _, m in shapes]
-    # a wide pool mirrors its free cores, and both rooms plus _EPS (the same floats the
-    # loop compares), in arrays for ``place`` (749 servers on the real window)
-    wide = spec.servers >= _WIDE
-    room_c = np.array(free_c)
-    room_ce = room_c + _EPS
-    room_me = np.array(free_m) + _EPS
-    num_cores = spec.total_cores()
-    name, b = policy.name, policy.b
-    best = spec.placement == "best-fit"
-    wc = spec.work_conserving
-    sjf = spec.order == "sjf"
-    # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec),
-    # 3 restart (ljw-spec on spot: a revoked speculation)
-    events: list[tuple[float, int, int, int]] = []
-    killed = np.zeros(n, dtype=bool)
-    runs: list[tuple[int, float, float, str]] = []
-    queue: list = []  # SJF: heap of (key, job) (lazy deletion)
-    fifo = None if sjf else _Fifo()  # FCFS: the queued jobs' rows, in order
-    waiting: set[int] = set()
-    rt = runtime.tolist()
-    cp = cpu.tolist()
-    mm = mem.tolist()
-    ky = key.tolist()
+    """Event by event: several jobs per server, either placement, either order
+    (``_EventPool``)."""
+    return _EventPool(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
+                      predictor=predictor, observe=observe, short_first=short_first,
+                      timer=timer, revocation=revocation).run()
 
-    def fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
-        """The server (of free cores ``fc``, GiB ``fm``) a job of c cores, m GiB goes to:
-        the first that fits, or the one with the fewest free cores that fits; -1: none."""
-        chosen = -1
-        room = math.inf
-        for k in range(len(fc)):
-            f = fc[k]
-            if f + _EPS >= c and fm[k] + _EPS >= m:
-                if not best:
-                    return k
-                if f < room:
-                    room, chosen = f, k
-        return chosen
 
-    def place(j: int) -> int:
+def _first_fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
+    """The first server (of free cores ``fc``, GiB ``fm``) a job of c cores, m GiB fits;
+    -1: none."""
+    for k in range(len(fc)):
+        if fc[k] + _EPS >= c and fm[k] + _EPS >= m:
+            return k
+    return -1
+
+
+def _best_fit(c: float, m: float, fc: list[float], fm: list[float]) -> int:
+    """The server with the fewest free cores that a job of c cores, m GiB fits (the first
+    such); -1: none."""
+    chosen = -1
+    room = math.inf
+    for k in range(len(fc)):
+        f = fc[k]
+        if f + _EPS >= c and fm[k] + _EPS >= m and f < room:
+            room, chosen = f, k
+    return chosen
+
+
+# A work-conserving FCFS pass (``_EventPool.one_pass``) needs only the servers whose room
+# grew since the last pass: after it no queued job fits any server, and until the next the
+# room of every other server only shrinks, so a queued job fits one of those or none, and
+# best or first fit over them is best or first fit over all. (The real window under AJW-T
+# with 749 servers: up to 7,296 queued, 240 on average at each of 362,403 finishes, each
+# of which scanned all 749 servers per queued job before.)
+def _grown(fc: list[float], fm: list[float], grew: set[int],
+           floor: tuple[float, float]) -> tuple | None:
+    """The servers ``grew`` in order and their free cores and GiB, or None when not even
+    ``floor`` (at most the smallest queued cores and GiB) fits them."""
+    if not grew:
+        return None
+    g = sorted(grew)
+    gcl = [fc[k] for k in g]
+    gml = [fm[k] for k in g]
+    if floor[0] > max(gcl) + _EPS or floor[1] > max(gml) + _EPS:
+        return None
+    return g, gcl, gml
+
+
+class _EventPool:
+    """The general path: the pool from event to event, one step per kind of event at an
+    instant, in this order: ``finish`` (and a queue pass, ``drain``), ``leave`` (AJW-T's
+    patience), ``requeue`` and ``restart`` (ljw-spec), then ``arrive``. A job reaches the
+    servers outside a queue pass in three ways, an arrival, a re-queued speculation and a
+    restarted one; each asks one queue rule, ``may_pass``. SWW's and compound's oracle is
+    ``predict_wait``, on a copy of the pool (``_Forecast``).
+
+    State: per job the outcome (``cloud``, ``start``, ``wait``, ``server``, ``killed``,
+    ``runs``); per server its free room (``free_c``, ``free_m``; a wide pool also as
+    arrays); the event heap; the queue (``waiting``, and FCFS's ``fifo`` or SJF's heap
+    ``queue``, with the smallest queued cores and GiB); ``agg``, the sums behind
+    ``STATE_FEATURES``. Used once: ``run`` returns the ``PoolRun``."""
+
+    __slots__ = ("n", "cloud", "start", "wait", "server", "killed", "runs", "fits", "sub", "rt",
+                 "cp", "mm", "ky", "fit_ok", "short", "over", "under", "name", "b", "t_short",
+                 "best", "fit", "wc", "sjf", "predictor", "observe", "short_first", "timer",
+                 "revocation", "free_c", "free_m", "num_cores", "wide", "room_c", "room_ce",
+                 "room_me", "events", "waiting", "queue", "fifo", "low_c", "low_m", "agg", "now")
+
+    def __init__(self, spec: PoolSpec, policy: WaitingPolicy, submit, runtime, cpu, mem,
+                 fits, short, over, under, key, *, predictor=None, observe=None,
+                 short_first: bool = False, timer: bool = False, revocation=None) -> None:
+        n = self.n = len(submit)
+        self.cloud = np.zeros(n, dtype=bool)
+        self.start = np.full(n, np.nan)
+        self.wait = np.zeros(n)
+        self.server = np.full(n, -1, dtype=np.int64)
+        self.killed = np.zeros(n, dtype=bool)
+        self.runs: list[tuple[int, float, float, str]] = []
+        self.fits = fits
+        # the jobs as Python scalars (the loops read them one at a time; the same doubles,
+        # so every sum and wait is the same as with numpy's)
+        self.sub = submit.tolist()
+        self.rt = runtime.tolist()
+        self.cp = cpu.tolist()
+        self.mm = mem.tolist()
+        self.ky = key.tolist()
+        self.fit_ok = np.asarray(fits, dtype=bool).tolist()
+        self.short = np.asarray(short, dtype=bool).tolist()
+        self.over = np.asarray(over, dtype=bool).tolist()
+        self.under = np.asarray(under, dtype=bool).tolist()
+        # the rules
+        self.name, self.b, self.t_short = policy.name, policy.b, policy.t
+        self.best = spec.placement == "best-fit"
+        self.fit = _best_fit if self.best else _first_fit  # (c, m, free cores, free GiB)
+        self.wc = spec.work_conserving
+        self.sjf = spec.order == "sjf"
+        self.predictor, self.observe = predictor, observe
+        self.short_first, self.timer, self.revocation = short_first, timer, revocation
+        # the servers: each one's room starts at its own shape
+        shapes = spec.server_shapes()
+        self.free_c = [c for c, _ in shapes]
+        self.free_m = [m for _, m in shapes]
+        self.num_cores = spec.total_cores()
+        # a wide pool mirrors its free cores, and both rooms plus _EPS (the same floats the
+        # loop compares), in arrays for ``place`` (749 servers on the real window)
+        self.wide = spec.servers >= _WIDE
+        self.room_c = np.array(self.free_c)
+        self.room_ce = self.room_c + _EPS
+        self.room_me = np.array(self.free_m) + _EPS
+        # (time, kind, job, server): 0 finish, 1 leave for the cloud, 2 re-queue (ljw-spec),
+        # 3 restart (ljw-spec on spot: a revoked speculation)
+        self.events: list[tuple[float, int, int, int]] = []
+        self.waiting: set[int] = set()
+        self.queue: list = []  # SJF: heap of (key, job) (lazy deletion)
+        self.fifo = None if self.sjf else _Fifo()  # FCFS: the queued jobs' rows, in order
+        # the smallest cores and GiB among queued jobs (lazy heaps): no pass starts, or goes
+        # on, when no server has room for even those
+        self.low_c: list[tuple[float, int]] = []
+        self.low_m: list[tuple[float, int]] = []
+        # running and waiting jobs' counts and sums, for STATE_FEATURES
+        self.agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
+        self.now = 0.0  # the instant a queue pass starts jobs at
+
+    # --- the event loop ------------------------------------------------------------------
+
+    def run(self) -> PoolRun:
+        """Every job, arrival by arrival; at equal times the events first, by kind."""
+        sub, events, n = self.sub, self.events, self.n
+        finish, leave, requeue, restart, arrive = (
+            self.finish, self.leave, self.requeue, self.restart, self.arrive)
+        i = 0
+        while i < n or events:
+            t_next = sub[i] if i < n else math.inf
+            if events and events[0][0] <= t_next:
+                t = events[0][0]
+                finish(t)
+                if events and events[0][0] <= t:  # (most instants hold finishes alone)
+                    leave(t)
+                    requeue(t)
+                    restart(t)
+                continue
+            arrive(i, t_next)
+            i += 1
+        return PoolRun(self.cloud, self.start, self.wait, self.fits, self.server, self.killed,
+                       self.runs if self.name == "ljw-spec" else None)
+
+    def finish(self, t: float) -> None:
+        """The jobs that finish at t free their room; then a queue pass."""
+        events, free_c, free_m, cp, mm = self.events, self.free_c, self.free_m, self.cp, self.mm
+        agg, start, wide = self.agg, self.start, self.wide
+        grew: set[int] = set()
+        while events and events[0][0] <= t and events[0][1] == 0:
+            _, _, j, k = heapq.heappop(events)
+            free_c[k] += cp[j]
+            free_m[k] += mm[j]
+            if wide:
+                self.moved(k)
+            agg[0] -= 1
+            agg[1] -= cp[j]
+            agg[2] -= start.item(j)
+            grew.add(k)
+        if grew:
+            self.drain(t, grew)
+
+    def leave(self, t: float) -> None:
+        """AJW-T's (and compound's timer's) jobs still queued at their patience go to the
+        cloud (000 Eq. 12)."""
+        events = self.events
+        while events and events[0][0] <= t and events[0][1] == 1:
+            _, _, j, _ = heapq.heappop(events)
+            if j in self.waiting:
+                self.off_queue(j)
+                self.to_cloud(j, t)
+                self.wait[j] = t - self.sub[j]
+
+    def requeue(self, t: float) -> None:
+        """Speculations killed at t (ljw-spec, 003 §3.1) join the pool: a server now if the
+        queue rule lets them pass and one fits, else the queue."""
+        events = self.events
+        while events and events[0][0] <= t and events[0][1] == 2:
+            _, _, j, _ = heapq.heappop(events)
+            k = self.server_now(j)
+            if k >= 0:
+                self.run_job(j, k, t)
+            else:
+                self.to_queue(j)
+
+    def restart(self, t: float) -> None:
+        """Speculations revoked at t restart as arrivals: a server now if the queue rule
+        lets them pass and one fits, else another speculation."""
+        events = self.events
+        while events and events[0][0] <= t and events[0][1] == 3:
+            _, _, j, _ = heapq.heappop(events)
+            k = self.server_now(j)
+            if k >= 0:
+                self.run_job(j, k, t)
+            else:
+                self.speculate(j, t)
+
+    def arrive(self, j: int, t: float) -> None:
+        """Job j arrives: the policy sends it to the cloud, starts it, or queues it."""
+        short = self.short[j]
+        if not self.fit_ok[j] or (short and not self.short_first):
+            self.to_cloud(j, t)
+            return
+        k = self.server_now(j)
+        name = self.name
+        if name == "njw" or short:  # (a short job here: short_first)
+            if k >= 0:
+                self.run_job(j, k, t)
+            else:
+                self.to_cloud(j, t)
+            return
+        if name in ("sww", "compound") and not self.timer:
+            if self.over[j]:  # over-predicted: to the cloud at once, even if a server is free
+                self.to_cloud(j, t)
+                return
+            w = 0.0 if k >= 0 else self.ask_wait(j, t)
+            if w > self.b:
+                if self.under[j]:  # under-predicted: waits b for nothing (000 §4.1.1)
+                    self.to_cloud(j, t + self.b)
+                    self.wait[j] = self.b
+                else:
+                    self.to_cloud(j, t)
+                return
+        if k >= 0:
+            self.run_job(j, k, t)
+            return
+        if name == "ljw-spec":
+            self.speculate(j, t)
+            return
+        self.to_queue(j)
+        if name == "ajw-t" or (self.timer and name == "compound"):
+            heapq.heappush(self.events, (t + self.b, 1, j, -1))
+
+    # --- the queue rule and placement ----------------------------------------------------
+
+    def may_pass(self, j: int) -> bool:
+        """The queue rule: may job j, reaching the pool now outside a queue pass (an
+        arrival, a re-queue, a restart), start before the jobs waiting? Always when
+        work-conserving (those ahead do not fit now: every event drains the queue), else
+        only as the new head: an empty queue, or SJF's shortest."""
+        return self.wc or not self.waiting or (
+            self.sjf and (self.ky[j], j) < _head(self.queue, self.waiting))
+
+    def server_now(self, j: int) -> int:
+        """The server job j starts on now: it may pass the queue and fits one; else -1."""
+        return self.place(j) if self.may_pass(j) else -1
+
+    def place(self, j: int) -> int:
         """``fit`` on the pool's free room now."""
-        if not wide:
-            return fit(cp[j], mm[j], free_c, free_m)
-        ok = (room_ce >= cp[j]) & (room_me >= mm[j])
-        k = int(np.where(ok, room_c, math.inf).argmin() if best else ok.argmax())
+        if not self.wide:
+            return self.fit(self.cp[j], self.mm[j], self.free_c, self.free_m)
+        c, m = self.cp[j], self.mm[j]
+        ok = (self.room_ce >= c) & (self.room_me >= m)
+        k = int(np.where(ok, self.room_c, math.inf).argmin() if self.best else ok.argmax())
         return k if ok[k] else -1
 
-    def moved(k: int) -> None:
-        """Server k's room changed: its mirror too."""
-        if wide:
-            room_c[k] = free_c[k]
-            room_ce[k] = free_c[k] + _EPS
-            room_me[k] = free_m[k] + _EPS
+    def moved(self, k: int) -> None:
+        """Server k's room changed: its mirror too (a wide pool)."""
+        c = self.free_c[k]
+        self.room_c[k] = c
+        self.room_ce[k] = c + _EPS
+        self.room_me[k] = self.free_m[k] + _EPS
 
-    def one_pass(q: list[int], fc: list[float], fm: list[float], start,
+    # --- where a job goes ----------------------------------------------------------------
+
+    def run_job(self, j: int, k: int, t: float) -> None:
+        """Job j starts on server k at t."""
+        cp = self.cp[j]
+        agg = self.agg
+        agg[0] += 1
+        agg[1] += cp
+        agg[2] += t
+        self.free_c[k] -= cp
+        self.free_m[k] -= self.mm[j]
+        if self.wide:
+            self.moved(k)
+        self.start[j] = t
+        self.wait[j] = t - self.sub[j]
+        self.server[j] = k
+        heapq.heappush(self.events, (t + self.rt[j], 0, j, k))
+
+    def to_cloud(self, j: int, t: float) -> None:
+        """Job j leaves for the cloud at t (its wait: the caller's)."""
+        self.cloud[j] = True
+        self.start[j] = t
+
+    def to_queue(self, j: int) -> None:
+        """Job j joins the queue's end (SJF: its place by key)."""
+        self.waiting.add(j)
+        c = self.cp[j]
+        if self.fifo is not None:
+            self.fifo.push(j, c, self.mm[j])
+        heapq.heappush(self.low_c, (c, j))
+        heapq.heappush(self.low_m, (self.mm[j], j))
+        agg = self.agg
+        agg[3] += 1
+        agg[4] += c
+        agg[5] += self.sub[j]
+        if self.sjf:
+            heapq.heappush(self.queue, (self.ky[j], j))
+
+    def off_queue(self, j: int) -> None:
+        """Job j leaves the queue (SJF's heap drops it lazily)."""
+        self.waiting.discard(j)
+        if self.fifo is not None:
+            self.fifo.drop(j)
+        agg = self.agg
+        agg[3] -= 1
+        agg[4] -= self.cp[j]
+        agg[5] -= self.sub[j]
+
+    def queue_floor(self) -> tuple[float, float]:
+        """The smallest cores and GiB of any queued job (inf: none queued)."""
+        low_c, low_m, waiting = self.low_c, self.low_m, self.waiting
+        while low_c and low_c[0][1] not in waiting:
+            heapq.heappop(low_c)
+        while low_m and low_m[0][1] not in waiting:
+            heapq.heappop(low_m)
+        return (low_c[0][0] if low_c else math.inf), (low_m[0][0] if low_m else math.inf)
+
+    def speculate(self, j: int, t: float) -> None:
+        """003 §3.1: run j in the cloud now; it ends there if shorter than t, else it is
+        killed at t and queues for the pool. On spot a revocation before either ends the
+        run, and the job restarts then (003 §3.1: revoked jobs "have to restart")."""
+        rt = self.rt[j]
+        end = t + rt
+        kill = t + self.t_short
+        gone = self.revocation(j, t) if self.revocation is not None else math.inf
+        if gone < end and gone < kill:  # a finish or a kill at the same instant comes first
+            self.runs.append((j, t, gone, "revoked"))
+            heapq.heappush(self.events, (gone, 3, j, -1))
+        elif rt < self.t_short:  # speculation runs it to the end
+            self.to_cloud(j, t)
+            self.wait[j] = t - self.sub[j]
+            self.runs.append((j, t, end, "done"))
+        else:  # killed at t, then queued (003 §3.1)
+            self.killed[j] = True
+            self.runs.append((j, t, kill, "killed"))
+            heapq.heappush(self.events, (kill, 2, j, -1))
+
+    def features(self, j: int, t: float) -> list[float]:
+        """``STATE_FEATURES`` of the pool at t for job j (003 Table 1)."""
+        rn, rc, rs, wn, wcpu, ws = self.agg
+        return [rn, wn, rc / rn if rn else 0.0, t - rs / rn if rn else 0.0,
+                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, self.num_cores,
+                sum(self.free_c), self.cp[j], self.mm[j]]
+
+    # --- queue passes ----------------------------------------------------------------------
+
+    def drain(self, t: float, grew: set[int]) -> None:
+        """Start queued jobs: the head only, or (work-conserving) every one that fits.
+        ``grew``: the servers whose room grew since the last drain (this instant's
+        finishes)."""
+        self.now = t
+        if self.sjf:
+            self.drain_sjf(t)
+        elif not self.waiting:
+            return
+        elif self.wc:
+            self.drain_grown(grew)
+        else:
+            self.one_pass(self.fifo.jobs(), self.free_c, self.free_m, self.start_queued,
+                          self.queue_floor())
+
+    def drain_sjf(self, t: float) -> None:
+        """SJF's pass: the shortest first, the head only unless work-conserving. Room only
+        shrinks during a pass, so a job larger than the most room fails without a scan
+        (a long queue's pass is most of a crowded SJF run)."""
+        queue, waiting, wc, wide, fit = self.queue, self.waiting, self.wc, self.wide, self.fit
+        cp, mm, free_c, free_m = self.cp, self.mm, self.free_c, self.free_m
+        top_c = top_m = math.inf  # (a head-only pass tests one job: no bound worth a max)
+        if wc:
+            top_c = max(free_c, default=0.0) + _EPS
+            top_m = max(free_m, default=0.0) + _EPS
+        skipped = []
+        while queue:
+            j = queue[0][1]
+            if j not in waiting:
+                heapq.heappop(queue)
+                continue
+            c, m = cp[j], mm[j]
+            if c > top_c or m > top_m:
+                k = -1
+            elif wide:
+                k = self.place(j)
+            else:
+                k = fit(c, m, free_c, free_m)
+            if k < 0:
+                if not wc:
+                    break
+                skipped.append(heapq.heappop(queue))
+                continue
+            heapq.heappop(queue)
+            self.off_queue(j)
+            self.run_job(j, k, t)
+            if wc:
+                top_c = max(free_c) + _EPS
+                top_m = max(free_m) + _EPS
+        for item in skipped:
+            heapq.heappush(queue, item)
+
+    def drain_grown(self, grew: set[int]) -> None:
+        """FCFS, work-conserving: a queue pass over the servers that grew alone (no queued
+        job fits any server after the last drain, and a job queues only when it fits
+        none; ``_grown``)."""
+        room = _grown(self.free_c, self.free_m, grew, self.queue_floor())
+        if room is None:
+            return
+        if len(self.waiting) <= _FEW:
+            self.few_pass(self.fifo.jobs(), self.free_c, self.free_m, room,
+                          self.start_queued)
+        else:
+            fifo = self.fifo
+            self.rows_pass(fifo.rows(), fifo.c, fifo.m, self.free_c, self.free_m, room,
+                           self.start_row)
+
+    def start_queued(self, j: int, k: int) -> bool:
+        """A drain's ``start``: queued job j starts on server k now; the pass goes on."""
+        self.off_queue(j)
+        self.run_job(j, k, self.now)
+        return False
+
+    def start_row(self, r: int, k: int) -> bool:
+        """``start_queued`` for the job in FCFS row r."""
+        return self.start_queued(int(self.fifo.job[r]), k)
+
+    def one_pass(self, q: list[int], fc: list[float], fm: list[float], start,
                  floor: tuple[float, float] = (0.0, 0.0)) -> list[int]:
         """Start queued jobs ``q`` in order on servers ``fc``/``fm``: the head only, or
         (work-conserving) every one that fits. ``start(j, k)`` takes the room and returns
@@ -398,6 +764,10 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
         during a pass, so the largest room stays an upper bound: a job larger than it, or
         at least as large as one that failed, fails without a scan; once not even
         ``floor`` (the smallest queued cores and GiB) has room, the rest stay."""
+        cp = self.cp  # (locals: a forecast makes this pass at each of its instants)
+        mm = self.mm
+        wc = self.wc
+        fit = self.fit
         rest: list[int] = []
         fails: list[tuple[float, float]] = []
         top_c = max(fc, default=0.0) + _EPS
@@ -425,139 +795,12 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             top_m = max(fm) + _EPS
         return rest
 
-    # running and waiting jobs' counts and sums, for STATE_FEATURES
-    agg = [0, 0.0, 0.0, 0, 0.0, 0.0]  # run n, cpu, start; wait n, cpu, submit
-
-    # the smallest cores and GiB among queued jobs (lazy heaps): no pass starts, or goes on,
-    # when no server has room for even those
-    low_c: list[tuple[float, int]] = []
-    low_m: list[tuple[float, int]] = []
-
-    def queue_floor() -> tuple[float, float]:
-        while low_c and low_c[0][1] not in waiting:
-            heapq.heappop(low_c)
-        while low_m and low_m[0][1] not in waiting:
-            heapq.heappop(low_m)
-        return (low_c[0][0] if low_c else math.inf), (low_m[0][0] if low_m else math.inf)
-
-    def to_queue(j: int) -> None:
-        """j joins the queue's end (SJF: the caller pushes it on the heap)."""
-        waiting.add(j)
-        if fifo is not None:
-            fifo.push(j, cp[j], mm[j])
-        heapq.heappush(low_c, (cp[j], j))
-        heapq.heappush(low_m, (mm[j], j))
-        agg[3] += 1
-        agg[4] += cp[j]
-        agg[5] += submit[j]
-
-    def off_queue(j: int) -> None:
-        waiting.discard(j)
-        if fifo is not None:
-            fifo.drop(j)
-        agg[3] -= 1
-        agg[4] -= cp[j]
-        agg[5] -= submit[j]
-
-    def features(j: int, t: float) -> list[float]:
-        rn, rc, rs, wn, wcpu, ws = agg
-        return [rn, wn, rc / rn if rn else 0.0, t - rs / rn if rn else 0.0,
-                wcpu / wn if wn else 0.0, t - ws / wn if wn else 0.0, num_cores,
-                sum(free_c), cp[j], mm[j]]
-
-    def run(j: int, k: int, t: float) -> None:
-        agg[0] += 1
-        agg[1] += cp[j]
-        agg[2] += t
-        free_c[k] -= cp[j]
-        free_m[k] -= mm[j]
-        moved(k)
-        start[j] = t
-        wait[j] = t - submit[j]
-        server[j] = k
-        heapq.heappush(events, (t + rt[j], 0, j, k))
-
-    def drain(t: float, grew: set[int]) -> None:
-        """Start queued jobs: the head only, or (work-conserving) every one that fits.
-        ``grew``: the servers whose room grew since the last drain (this instant's
-        finishes)."""
-        if sjf:
-            skipped = []
-            while queue:
-                kj = queue[0]
-                j = kj[1]
-                if j not in waiting:
-                    heapq.heappop(queue)
-                    continue
-                k = place(j)
-                if k < 0:
-                    if not wc:
-                        break
-                    skipped.append(heapq.heappop(queue))
-                    continue
-                heapq.heappop(queue)
-                off_queue(j)
-                run(j, k, t)
-            for item in skipped:
-                heapq.heappush(queue, item)
-            return
-        if not waiting:
-            return
-        if wc:
-            drain_grown(t, grew)
-            return
-
-        def start(j: int, k: int) -> bool:
-            off_queue(j)
-            run(j, k, t)
-            return False
-
-        one_pass(fifo.jobs(), free_c, free_m, start, queue_floor())
-
-    def drain_grown(t: float, grew: set[int]) -> None:
-        """FCFS, work-conserving: a queue pass over the servers that grew alone (no queued
-        job fits any server after the last drain, and a job queues only when it fits
-        none; ``grown``)."""
-        floor = queue_floor()
-        room = grown(free_c, free_m, grew, floor)
-        if room is None:
-            return
-
-        def start_job(j: int, k: int) -> bool:
-            off_queue(j)
-            run(j, k, t)
-            return False
-
-        if len(waiting) <= _FEW:
-            few_pass(fifo.jobs(), free_c, free_m, room, start_job)
-        else:
-            rows_pass(fifo.rows(), fifo.c, fifo.m, free_c, free_m, room,
-                      lambda r, k: start_job(int(fifo.job[r]), k))
-
-    # A work-conserving FCFS pass (``one_pass``) needs only the servers whose room grew
-    # since the last pass: after it no queued job fits any server, and until the next
-    # the room of every other server only shrinks, so a queued job fits one of those or
-    # none, and best or first fit over them is best or first fit over all. (The real
-    # window under AJW-T with 749 servers: up to 7,296 queued, 240 on average at each of
-    # 362,403 finishes, each of which scanned all 749 servers per queued job before.)
-    def grown(fc: list[float], fm: list[float], grew: set[int],
-              floor: tuple[float, float]) -> tuple | None:
-        """The servers ``grew`` in order and their free cores and GiB, or None when not
-        even ``floor`` (at most the smallest queued cores and GiB) fits them."""
-        if not grew:
-            return None
-        g = sorted(grew)
-        gcl = [fc[k] for k in g]
-        gml = [fm[k] for k in g]
-        if floor[0] > max(gcl) + _EPS or floor[1] > max(gml) + _EPS:
-            return None
-        return g, gcl, gml
-
-    def few_pass(q: list[int], fc: list[float], fm: list[float], room: tuple,
+    def few_pass(self, q: list[int], fc: list[float], fm: list[float], room: tuple,
                  start) -> list[int]:
         """A work-conserving ``one_pass`` of jobs ``q`` over the grown servers alone
-        (``room``, from ``grown``; ``start(job, k)``, True ends the pass): a job larger
+        (``room``, from ``_grown``; ``start(job, k)``, True ends the pass): a job larger
         than their most room fails at once. Returns the jobs left, in order."""
+        cp, mm, fit = self.cp, self.mm, self.fit
         g, gcl, gml = room
         top_c = max(gcl) + _EPS
         top_m = max(gml) + _EPS
@@ -579,7 +822,7 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             top_m = max(gml) + _EPS
         return rest
 
-    def rows_pass(rows: np.ndarray, qc: np.ndarray, qm: np.ndarray, fc: list[float],
+    def rows_pass(self, rows: np.ndarray, qc: np.ndarray, qm: np.ndarray, fc: list[float],
                   fm: list[float], room: tuple, start) -> None:
         """``few_pass`` for a long queue, as arrays: the queued ``rows`` (in order; of
         cores ``qc`` and GiB ``qm``) are tested against the grown room at once, the first
@@ -593,98 +836,82 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
             if not len(hit):
                 return
             first = ok[hit[0]]  # the grown servers the first job that fits fits
-            x = int(np.where(first, gc, math.inf).argmin() if best else first.argmax())
+            x = int(np.where(first, gc, math.inf).argmin() if self.best else first.argmax())
             k = g[x]
             if start(int(rows[hit[0]]), k):
                 return
             gc[x], gm[x] = fc[k], fm[k]
             rows = rows[hit[1:]]  # those before it or not fitting fit no less room now
 
-    def enqueue(j: int, t: float) -> None:
-        """A job joins the queue at t (a killed speculation); it starts now if the queue
-        rule lets it pass and it fits."""
-        passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
-        k = place(j) if passes else -1
-        if k >= 0:
-            run(j, k, t)
-            return
-        to_queue(j)
-        if sjf:
-            heapq.heappush(queue, (ky[j], j))
+    # --- SWW's and compound's wait -------------------------------------------------------
 
-    def forecast_start(j: int, t: float, fc: list[float], fm: list[float], ev: list,
-                       found: list[float], clock: list[float]):
-        """The forecast's ``start(x, k)``: j's start ends it (its wait goes into
-        ``found``); another job takes its room on server k until its true finish.
-        ``clock[0]`` is the forecast's time."""
-        def start(x: int, k: int) -> bool:
-            now = clock[0]
-            if x == j:
-                found.append(now - t)
-                return True
-            fc[k] -= cp[x]
-            fm[k] -= mm[x]
-            heapq.heappush(ev, (now + rt[x], 0, x, k))
-            return False
-        return start
+    def ask_wait(self, j: int, t: float) -> float:
+        """The wait job j, fitting no server now, expects: the model's (``predictor``) or
+        the oracle's; ``observe`` sees the features and the oracle's answer 4b ahead."""
+        predictor, observe, b = self.predictor, self.observe, self.b
+        if predictor is not None:
+            x = self.features(j, t)
+            w = predictor(x)
+            if observe is not None:
+                observe(j, x, self.predict_wait(j, t, horizon=4.0 * b))
+            return w
+        w = self.predict_wait(j, t) if observe is None else self.predict_wait(j, t, 4.0 * b)
+        if observe is not None:
+            observe(j, self.features(j, t), w)
+        return w
 
-    def predict_wait(j: int, t: float, horizon: float | None = None) -> float:
+    def predict_wait(self, j: int, t: float, horizon: float | None = None) -> float:
         """The oracle: simulate the pool forward with true runtimes until j would start
         (SWW, 000 §4.1), at most ``horizon`` (default b) ahead: inf beyond it. j must fit
         no server now (the callers ask only then)."""
-        limit = b if horizon is None else horizon
-        fc, fm = list(free_c), list(free_m)
-        ev = list(events)  # a copy of a heap is a heap; departures are skipped as they come
-        if wc and not sjf:
-            return predict_grown(j, t, limit, fc, fm, ev)
-        q = [x[1] for x in sorted(queue) if x[1] in waiting] if sjf else fifo.jobs()
+        limit = self.b if horizon is None else horizon
+        f = _Forecast(self, j, t)
+        if self.wc and not self.sjf:
+            return self.predict_grown(f, limit)
+        if self.sjf:
+            q = [x[1] for x in sorted(self.queue) if x[1] in self.waiting]
+        else:
+            q = self.fifo.jobs()
         q.append(j)
-        found: list[float] = []
-        clock = [t]
-        start = forecast_start(j, t, fc, fm, ev, found, clock)
+        ev, fc, fm, cp, mm = f.ev, f.fc, f.fm, self.cp, self.mm
+        one_pass, start = self.one_pass, f.start
         while True:
             # start what can start now, in order (head only unless work-conserving)
             rest = one_pass(q, fc, fm, start)
-            if found:
-                return found[0]
+            if f.found is not None:
+                return f.found
             q = rest
             if not ev or ev[0][0] - t > limit:
                 return math.inf
-            now = clock[0] = ev[0][0]
+            now = f.clock = ev[0][0]
             while ev and ev[0][0] <= now:
                 _, kind, x, k = heapq.heappop(ev)
                 if kind == 0:  # a finish (departures and re-queues change no server)
                     fc[k] += cp[x]
                     fm[k] += mm[x]
 
-    def predict_grown(j: int, t: float, limit: float, fc: list[float], fm: list[float],
-                      ev: list) -> float:
+    def predict_grown(self, f: _Forecast, limit: float) -> float:
         """``predict_wait`` for an FCFS work-conserving queue, each pass over the servers
-        that grew alone (``grown``): no queued job fits any server now (the last drain),
+        that grew alone (``_grown``): no queued job fits any server now (the last drain),
         nor j, so the first pass would start nothing."""
-        long = len(waiting) >= _FEW
+        j, t, cp, mm = f.j, f.t, self.cp, self.mm
+        long = len(self.waiting) >= _FEW
         if long:  # as rows, j's the last
+            fifo = self.fifo
             rows = fifo.rows()
             qc = np.append(fifo.c[rows], cp[j])
             qm = np.append(fifo.m[rows], mm[j])
-            jobs = np.append(fifo.job[rows], j)
-            live = np.ones(len(jobs), dtype=bool)
+            f.jobs = np.append(fifo.job[rows], j)
+            f.live = np.ones(len(f.jobs), dtype=bool)
             floor = (float(qc.min()), float(qm.min()))  # a bound still as jobs start
         else:
-            q = fifo.jobs() + [j]
+            q = self.fifo.jobs() + [j]
             floor = (min(cp[x] for x in q), min(mm[x] for x in q))
-        found: list[float] = []
-        clock = [t]
-        start_job = forecast_start(j, t, fc, fm, ev, found, clock)
-
-        def start_row(r: int, k: int) -> bool:
-            live[r] = False
-            return start_job(int(jobs[r]), k)
-
+        ev, fc, fm = f.ev, f.fc, f.fm
         while True:
             if not ev or ev[0][0] - t > limit:
                 return math.inf
-            now = clock[0] = ev[0][0]
+            now = f.clock = ev[0][0]
             grew = set()
             while ev and ev[0][0] <= now:
                 _, kind, x, k = heapq.heappop(ev)
@@ -692,132 +919,51 @@ def _general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, 
                     fc[k] += cp[x]
                     fm[k] += mm[x]
                     grew.add(k)
-            room = grown(fc, fm, grew, floor)
+            room = _grown(fc, fm, grew, floor)
             if room is None:
                 continue
             if long:
-                rows_pass(np.flatnonzero(live), qc, qm, fc, fm, room, start_row)
+                self.rows_pass(np.flatnonzero(f.live), qc, qm, fc, fm, room, f.start_row)
             else:
-                q = few_pass(q, fc, fm, room, start_job)
-            if found:
-                return found[0]
+                q = self.few_pass(q, fc, fm, room, f.start)
+            if f.found is not None:
+                return f.found
 
-    def speculate(j: int, t: float) -> None:
-        """003 §3.1: run j in the cloud now; it ends there if shorter than t, else it is
-        killed at t and queues for the pool. On spot a revocation before either ends the
-        run, and the job restarts then (003 §3.1: revoked jobs "have to restart")."""
-        end = t + rt[j]
-        kill = t + policy.t
-        gone = revocation(j, t) if revocation is not None else math.inf
-        if gone < end and gone < kill:  # a finish or a kill at the same instant comes first
-            runs.append((j, t, gone, "revoked"))
-            heapq.heappush(events, (gone, 3, j, -1))
-        elif rt[j] < policy.t:  # speculation runs it to the end
-            cloud[j] = True
-            start[j] = t
-            wait[j] = t - submit[j]
-            runs.append((j, t, end, "done"))
-        else:  # killed at t, then queued (003 §3.1)
-            killed[j] = True
-            runs.append((j, t, kill, "killed"))
-            heapq.heappush(events, (kill, 2, j, -1))
 
-    sub = submit.tolist()
-    i = 0
-    while i < n or events:
-        t_next = sub[i] if i < n else math.inf
-        if events and events[0][0] <= t_next:
-            t = events[0][0]
-            grew: set[int] = set()
-            while events and events[0][0] <= t and events[0][1] == 0:
-                _, _, j, k = heapq.heappop(events)
-                free_c[k] += cp[j]
-                free_m[k] += mm[j]
-                moved(k)
-                agg[0] -= 1
-                agg[1] -= cp[j]
-                agg[2] -= start[j]
-                grew.add(k)
-            if grew:
-                drain(t, grew)
-            while events and events[0][0] <= t and events[0][1] == 1:
-                _, _, j, _ = heapq.heappop(events)
-                if j in waiting:  # still queued at its patience: to the cloud
-                    off_queue(j)
-                    cloud[j] = True
-                    start[j] = t
-                    wait[j] = t - sub[j]
-            while events and events[0][0] <= t and events[0][1] == 2:
-                _, _, j, _ = heapq.heappop(events)
-                enqueue(j, t)
-            while events and events[0][0] <= t and events[0][1] == 3:
-                _, _, j, _ = heapq.heappop(events)
-                # a restart is an arrival: a free server if the queue rule lets it pass
-                passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
-                k = place(j) if passes else -1
-                if k >= 0:
-                    run(j, k, t)
-                else:
-                    speculate(j, t)
-            continue
-        j = i
-        i += 1
-        t = t_next
-        if not fits[j] or (short[j] and not short_first):
-            cloud[j] = True
-            start[j] = t
-            continue
-        # it starts now if it fits and the queue rule lets it pass those waiting: always
-        # when work-conserving (those ahead do not fit now: every event drains the queue),
-        # else only as the new head (an empty queue, or SJF's shortest)
-        passes = wc or not waiting or (sjf and (ky[j], j) < _head(queue, waiting))
-        k = place(j) if passes else -1
-        if name == "njw" or short[j]:  # (a short job here: short_first)
-            if k >= 0:
-                run(j, k, t)
-            else:
-                cloud[j] = True
-                start[j] = t
-            continue
-        if name in ("sww", "compound") and not timer:
-            if over[j]:
-                cloud[j] = True
-                start[j] = t
-                continue
-            if k >= 0:
-                w = 0.0
-            elif predictor is not None:
-                x = features(j, t)
-                w = predictor(x)
-                if observe is not None:
-                    observe(j, x, predict_wait(j, t, horizon=4.0 * b))
-            else:
-                w = predict_wait(j, t) if observe is None else predict_wait(j, t, 4.0 * b)
-                if observe is not None:
-                    observe(j, features(j, t), w)
-            if w > b:
-                if under[j]:
-                    leave = t + b  # waits b for nothing
-                    cloud[j] = True
-                    start[j] = leave
-                    wait[j] = b
-                else:
-                    cloud[j] = True
-                    start[j] = t
-                continue
-        if k >= 0:
-            run(j, k, t)
-            continue
-        if name == "ljw-spec":
-            speculate(j, t)
-            continue
-        to_queue(j)
-        if sjf:
-            heapq.heappush(queue, (ky[j], j))
-        if name == "ajw-t" or (timer and name == "compound"):
-            heapq.heappush(events, (t + b, 1, j, -1))
-    return PoolRun(cloud, start, wait, fits, server, killed,
-                   runs if name == "ljw-spec" else None)
+class _Forecast:
+    """The oracle's copy of the pool (``_EventPool.predict_wait``): free room, the event
+    heap (a copy of a heap is a heap; departures are skipped as they come) and its clock,
+    run forward until job ``j``, arrived at ``t``, would start; then ``found`` is its
+    wait. In a long FCFS queue's forecast, ``jobs`` are the queued rows' jobs (j the last)
+    and ``live`` those not started."""
+
+    __slots__ = ("j", "t", "clock", "cp", "mm", "rt", "fc", "fm", "ev", "found", "jobs", "live")
+
+    def __init__(self, pool: _EventPool, j: int, t: float) -> None:
+        self.j, self.t, self.clock = j, t, t
+        self.cp, self.mm, self.rt = pool.cp, pool.mm, pool.rt
+        self.fc, self.fm = list(pool.free_c), list(pool.free_m)
+        self.ev = list(pool.events)
+        self.found: float | None = None
+        self.jobs: np.ndarray | None = None
+        self.live: np.ndarray | None = None
+
+    def start(self, x: int, k: int) -> bool:
+        """A pass's ``start``: j's start ends the forecast (its wait found); another job
+        takes its room on server k until its true finish."""
+        now = self.clock
+        if x == self.j:
+            self.found = now - self.t
+            return True
+        self.fc[k] -= self.cp[x]
+        self.fm[k] -= self.mm[x]
+        heapq.heappush(self.ev, (now + self.rt[x], 0, x, k))
+        return False
+
+    def start_row(self, r: int, k: int) -> bool:
+        """``start`` for the job in row r."""
+        self.live[r] = False
+        return self.start(int(self.jobs[r]), k)
 
 
 class _Fifo:
