@@ -78,3 +78,10 @@ def one_spawner_at_a_time(spawner_lock):
     with spawner_lock():
         yield
 
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked slow first, each group in its collected order: under xdist the last
+    tests left to share out are the short ones, so no worker waits idle at the end for
+    another finishing a long test (the 19-hour window's load, a golden replay)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
