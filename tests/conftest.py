@@ -89,9 +89,9 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (the suite's default): one worker more than the cores this process may use.
-    A fifth of a run's test time is spent waiting (for a child process, a signal, a poll, a
-    lock that keeps worker pools apart), and a third worker fills it; the measured times are
-    in docs/development.md. PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number."""
+    An eighth or more of a run's test time is spent waiting (for a child process, a signal,
+    a poll, the lock that keeps worker pools apart), and a third worker fills it; measured
+    times in docs/development.md. PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number."""
     env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if env:
         return int(env)
