@@ -86,13 +86,3 @@ def pytest_collection_modifyitems(config, items):
     another finishing a long test (the 19-hour window's load, a golden replay)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
-
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (the suite's default): one worker more than the cores this process may use.
-    An eighth or more of a run's test time is spent waiting (for a child process, a signal,
-    a poll, the lock that keeps worker pools apart), and a third worker fills it; measured
-    times in docs/development.md. PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number."""
-    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
-    if env:
-        return int(env)
-    return len(os.sched_getaffinity(0)) + 1
