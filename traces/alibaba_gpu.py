@@ -192,6 +192,8 @@ def load(path: Path, **options) -> Trace:
     extra = [c for c in table.frame.columns if c not in (*RESOURCES, *TIMED, "gpu_spec")]
     if extra:
         report.note(f"ignored columns: {', '.join(extra)}")
+    if len(table.frame) == 0:  # a header and no row (a cut file): nothing to span a window
+        raise TraceError(f"{table.source}: the pod list holds no pods")
     pods = _resources(table, opts)
     if timed:
         frame, window = _timed(table, pods, opts, report)

@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from stratus.base.errors import ConfigError, TraceError
 from stratus.traces.alibaba_gpu import load
@@ -261,12 +261,20 @@ def test_real_files_counts_match_the_data_readme():
     assert len(load(REAL, pods="multigpu50", batch_runtime_s="3600")) == 9061
 
 
+def test_a_pod_list_with_only_its_header_is_one_trace_error(tmp_path):
+    path = tmp_path / DEFAULT.name
+    path.write_text(DEFAULT.read_text().splitlines()[0] + "\n")
+    with pytest.raises(TraceError, match="holds no pods"):
+        load(path)
+
+
 # --- fuzzing: a damaged pod list loads or is one TraceError, never anything else -----------
 
 
 @pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(ops=ops())
+@example(ops=[("truncate", 109, b"\x00")])  # the header alone: a ValueError escaped
 def test_fuzz_damaged_pod_list(tmp_path_factory, ops):
     path = tmp_path_factory.mktemp("openb") / DEFAULT.name
     path.write_bytes(corrupt(DEFAULT.read_bytes(), ops))
