@@ -8,7 +8,7 @@ Trace: the real Google 2011 window (``../shared/data/google-2011``, from 600 s),
 ``--minutes``; skipped with a note when the folder is absent. The replay is the engine's
 (``stratus`` with perfect runtime knowledge, seed 1); ``replay_s`` is ``Engine.run`` (the
 event loop plus ``ReplayResult.build``, which computes the bounds), ``bound_s`` the integer
-bound's own share of it (``stratus.result.integer_bound``, timed from outside).
+bound's own share of it (``stratus.sim.result.integer_bound``, timed from outside).
 
 c4/r4 prices: approximate 2017 us-west-2 on-demand Linux $/h (the figures issue 19 gives;
 not checked against a 2017 price list here). m4 is the project's built-in catalog.
@@ -54,9 +54,9 @@ def load(minutes: float):
 
 
 def run(trace, minutes: float, catalog: Catalog, scheduler: str) -> dict:
-    import stratus.result as result
+    import stratus.sim.result as result
     from stratus.app.registry import make_scheduler
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.sim.engine import Engine, ReplayConfig
 
     spent = [0.0]
     bound = result.integer_bound
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if not GOOGLE_2011.is_dir():
         print(f"skipped: {GOOGLE_2011} is absent")
         return 0
-    from stratus.intbound import ortools_missing
+    from stratus.sim.intbound import ortools_missing
 
     why = ortools_missing()  # imports OR-Tools once, outside every timing
     if why:

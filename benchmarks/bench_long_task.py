@@ -49,7 +49,7 @@ class Ticked:
 
 def one(name: str, market: str, ticked: bool) -> dict:
     from stratus.app.registry import make_scheduler
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.sim.engine import Engine, ReplayConfig
     from tests.helpers.trace import make_trace
 
     sched = make_scheduler(name)

@@ -7,7 +7,7 @@
 The trace is generated once (``stratus.traces.synthetic.generate("google", scale, hours, seed)``,
 fitted to the default catalog as the CLI does) and replayed under one scheduler
 (``stratus`` by default) in this process, alternately without a progress hook and with
-``stratus.progress.ProgressBar`` drawing on a fake terminal: a stream whose ``isatty()`` is
+``stratus.app.progress.ProgressBar`` drawing on a fake terminal: a stream whose ``isatty()`` is
 true and whose writes go to ``/dev/null``, so the bar renders everything it would on a real
 terminal and nothing waits for a terminal emulator. Pairs alternate which arm goes first
 (off-on, on-off, ...) so drift on a shared machine falls on both. A warm-up replay of each
@@ -114,9 +114,9 @@ def replay_s(trace, scheduler: str, bar: bool, hook_kind: str = "bar"
              ) -> tuple[float, float, dict]:
     """Wall and CPU seconds of ``Engine.run()`` (CPU: this process, every thread), and what
     the bar did."""
+    from stratus.app.progress import ProgressBar
     from stratus.app.registry import make_scheduler
-    from stratus.engine import Engine, ReplayConfig
-    from stratus.progress import ProgressBar
+    from stratus.sim.engine import Engine, ReplayConfig
 
     cfg = ReplayConfig(seed=1)
     tty = hook = None
@@ -213,7 +213,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scheduler", default="stratus")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--hook", choices=("bar", "noop"), default="bar",
-                    help="the 'on' arm's hook: stratus.progress.ProgressBar, or the control")
+                    help="the 'on' arm's hook: stratus.app.progress.ProgressBar, or the control")
     ap.add_argument("--json", action="store_true", help="print the JSON document")
     args = ap.parse_args(argv)
     doc = measure(args)

@@ -20,7 +20,7 @@ Timed: the engine's run (the summary's ``wall_seconds``) and the CPU seconds of 
 loop (steadier on a shared machine), the best of ``--repeat`` runs (by wall; the
 reference runs once). The exponent is the
 least-squares slope of log time on log tasks, for each. ``--reference``: SWW with
-``stratus.gate_forecast.reference_wait`` (one whole simulation per task asked, as before
+``stratus.commitments.forecast.reference_wait`` (one whole simulation per task asked, as before
 issue 35) at those sizes (minutes at 1k, much longer at 4k); each such row says whether
 its summary, wall time aside, is the incremental forecast's to the bit. Prints a table,
 or with ``--json`` one JSON document; writes nothing.
@@ -71,8 +71,8 @@ def run(trace, policy: str, reference: bool = False) -> dict:
     """One replay; its row: tasks, the engine's seconds, the bill and the split."""
     import stratus.commitments.gate as gate
     from stratus.app.api import replay
-    from stratus.gate_forecast import Forecast, ReferenceForecast
-    from stratus.kernel import Kernel
+    from stratus.commitments.forecast import Forecast, ReferenceForecast
+    from stratus.sim.kernel import Kernel
 
     cpu = [0.0]
     loop = Kernel.run

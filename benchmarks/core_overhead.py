@@ -35,8 +35,8 @@ SCHEDULERS = ("stratus", "task-per-instance")
 
 def child(scheduler: str, scale: float, hours: float) -> None:
     from stratus.app.registry import make_scheduler
-    from stratus.engine import Engine, ReplayConfig
     from stratus.pricing.catalog_files import get_catalog
+    from stratus.sim.engine import Engine, ReplayConfig
     from stratus.traces import synthetic
     from stratus.traces.schema import fit_to_catalog
 

@@ -41,8 +41,8 @@ def replay_recorded(spec, fitted, history, warmup_h):
     """``stratus.app.runs.replay_one`` with the engine's audit logs kept (``record``)."""
     from stratus.app.registry import get_spec
     from stratus.app.runs import estimator_name, fitted_estimator, replay_config
-    from stratus.engine import Engine
-    from stratus.markets import check_trace_spot_window
+    from stratus.sim.engine import Engine
+    from stratus.sim.markets import check_trace_spot_window
 
     sched = get_spec(spec.scheduler)
     cfg = replay_config(spec)

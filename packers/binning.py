@@ -29,10 +29,10 @@ from collections.abc import Collection, Iterable, Sequence
 from heapq import heapify, heappop, heappush
 from math import frexp, ldexp
 
-from stratus.compose import Plan
-from stratus.model import READY, Instance, Task
-from stratus.params import Param, Parametric
-from stratus.view import CONSTANT, FALLING, RISING, ClusterView, form_key, remaining_at
+from stratus.policy.compose import Plan
+from stratus.policy.params import Param, Parametric
+from stratus.sim.model import READY, Instance, Task
+from stratus.sim.view import CONSTANT, FALLING, RISING, ClusterView, form_key, remaining_at
 
 
 def bin_of(seconds: float, unit_s: float = 1.0) -> int:

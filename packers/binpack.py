@@ -25,11 +25,11 @@ from bisect import bisect_left, insort
 from collections.abc import Collection, Sequence
 
 from stratus.base.resources import Vec
-from stratus.compose import Plan
-from stratus.model import RELEASED, Instance, Task
 from stratus.packers.free_index import DEAD, FreeTree
-from stratus.params import Param, Parametric
-from stratus.view import ClusterView
+from stratus.policy.compose import Plan
+from stratus.policy.params import Param, Parametric
+from stratus.sim.model import RELEASED, Instance, Task
+from stratus.sim.view import ClusterView
 
 #: the dimensions ECS binpack takes (its ``field``: cpu or memory), by index
 BINPACK_DIMS = ("cpu", "memory")

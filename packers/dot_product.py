@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from stratus.base.resources import fits
-from stratus.compose import Plan
-from stratus.model import READY, Instance, Task
 from stratus.packers.free_index import DEAD, LiveIndex
-from stratus.params import Parametric
-from stratus.view import ClusterView
+from stratus.policy.compose import Plan
+from stratus.policy.params import Parametric
+from stratus.sim.model import READY, Instance, Task
+from stratus.sim.view import ClusterView
 
 
 def dot_weights(req: Sequence[int], cap: Sequence[int]) -> list[float]:

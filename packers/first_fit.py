@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stratus.compose import Plan
-from stratus.model import Task
 from stratus.packers.free_index import LiveIndex, SlotRun
-from stratus.params import Parametric
-from stratus.view import ClusterView
+from stratus.policy.compose import Plan
+from stratus.policy.params import Parametric
+from stratus.sim.model import Task
+from stratus.sim.view import ClusterView
 
 
 class FirstFit(Parametric):

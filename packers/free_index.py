@@ -23,7 +23,7 @@ from itertools import compress, count
 from operator import attrgetter, ne
 
 from stratus.base.resources import Vec, fits
-from stratus.model import RELEASED, Instance
+from stratus.sim.model import RELEASED, Instance
 
 DEAD = -1  # the free capacity of an empty slot: below every request (requests are >= 0)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from stratus.compose import Migrator, Part, Plan, Quiets, flat_stats, part_hooks, part_list
-from stratus.view import ClusterView
+from stratus.policy.compose import Migrator, Part, Plan, Quiets, flat_stats, part_hooks, part_list
+from stratus.sim.view import ClusterView
 
 
 class MigratorChain(Part):
@@ -36,7 +36,7 @@ class MigratorChain(Part):
             p.migrate(view, plan)
 
     def quiet(self, view: ClusterView) -> tuple[float, bool]:
-        """The earliest of the parts' (stratus.compose.ComposedScheduler.quiet); never if
+        """The earliest of the parts' (stratus.policy.compose.ComposedScheduler.quiet); never if
         a part cannot say."""
         until, prices = math.inf, False
         for p in self.parts:
@@ -48,7 +48,7 @@ class MigratorChain(Part):
 
     def stats(self) -> dict:
         """The parts' statistics, flat, none overwriting another's
-        (``stratus.compose.flat_stats``; a composed scheduler lists each part itself)."""
+        (``stratus.policy.compose.flat_stats``; a composed scheduler lists each part itself)."""
         by_key: dict[str, dict] = {}
         for key, p in part_list("migrator", self):
             while key in by_key:

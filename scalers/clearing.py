@@ -24,16 +24,16 @@ import math
 
 from stratus.base.resources import fits
 from stratus.commitments.savings import marginal_price
-from stratus.compose import IndexedPacker, Part, Plan, part_hooks
-from stratus.model import READY, RUNNING, Instance
-from stratus.params import Param, Parametric
+from stratus.policy.compose import IndexedPacker, Part, Plan, part_hooks
+from stratus.policy.params import Param, Parametric
 from stratus.pricing.prices import ON_DEMAND, RESERVED
 from stratus.scalers.cost_efficiency import (
     normalized_used_constraining,
     plan_options,
     plan_price,
 )
-from stratus.view import ClusterView
+from stratus.sim.model import READY, RUNNING, Instance
+from stratus.sim.view import ClusterView
 
 
 class InstanceClearing(Part, Parametric):
@@ -57,7 +57,7 @@ class InstanceClearing(Part, Parametric):
 
     def reset(self) -> None:
         """A new replay: instance ids start again, and so do the counts (the cordons, and
-        a packer it shares, are reset by their owner, stratus.compose)."""
+        a packer it shares, are reset by their owner, stratus.policy.compose)."""
         if self.own_packer:
             part_hooks(self.packer)[0]()
         self.low: dict[int, int] = {}  # iid -> consecutive low-utilization ticks (a scan)
@@ -78,7 +78,7 @@ class InstanceClearing(Part, Parametric):
         """Until an instance changes when none is under the threshold (none counting its
         low ticks): a price alone makes no candidate; else never (the counts are ticks, and
         a candidate's remaining runtime changes with the clock)
-        (stratus.compose.ComposedScheduler.quiet)."""
+        (stratus.policy.compose.ComposedScheduler.quiet)."""
         low = self.low if self._changed is None else self._since
         return (-math.inf, True) if low else (math.inf, False)
 

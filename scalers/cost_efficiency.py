@@ -41,13 +41,13 @@ from collections import deque
 from collections.abc import Sequence
 
 from stratus.commitments.savings import COVERED_FLOOR, marginal_price
-from stratus.compose import Plan
-from stratus.model import Task
 from stratus.packers.binning import UNIT_S, bin_of
-from stratus.params import Parametric
+from stratus.policy.compose import Plan
+from stratus.policy.params import Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
-from stratus.view import ClusterView
+from stratus.sim.model import Task
+from stratus.sim.view import ClusterView
 
 _REL_TIE = 1e-12
 

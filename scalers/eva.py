@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 
-from stratus.compose import Plan, fill_reserved
-from stratus.decisions import Decisions
-from stratus.model import RUNNING
+from stratus.policy.compose import Plan, fill_reserved
 from stratus.pricing.prices import RESERVED
 from stratus.scalers.eva_plans import Draft, Snapshot, full_plan, partial_plan
 from stratus.scalers.marginal import offer as make_offer
-from stratus.view import ClusterView
+from stratus.sim.decisions import Decisions
+from stratus.sim.model import RUNNING
+from stratus.sim.view import ClusterView
 
 #: seconds of a new instance's price a plan is charged per new instance (the artifact's
 #: fixed figure; spec, "Choosing between the two")
@@ -52,7 +52,7 @@ class Eva:
         self.full = full
         self.reset()
 
-    # --- the hooks of stratus.compose.Scheduler ------------------------------------------
+    # --- the hooks of stratus.policy.compose.Scheduler ------------------------------------------
     def reset(self) -> None:
         self._next = -math.inf  # the next round is due at the first tick at or after this
         self._start: float | None = None
@@ -74,7 +74,7 @@ class Eva:
                 "eva_moves": self.moves, "eva_moves_deferred": self.deferred}
 
     def parts(self) -> dict:
-        """No parts: Eva is one policy (stratus.compose.ComposedScheduler.parts)."""
+        """No parts: Eva is one policy (stratus.policy.compose.ComposedScheduler.parts)."""
         return {}
 
     def get_params(self) -> dict:

@@ -38,15 +38,15 @@ import math
 from itertools import compress, count
 from operator import ne
 
-from stratus.compose import Plan
-from stratus.model import READY, RELEASED, RUNNING, Instance
 from stratus.packers.free_index import GONE, free_of
-from stratus.params import Param, Parametric
+from stratus.policy.compose import Plan
+from stratus.policy.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED
 from stratus.scalers.marginal import Offer
 from stratus.scalers.task_per_instance import BID_FACTOR, acquirable, bid_for
-from stratus.view import ClusterView
+from stratus.sim.model import READY, RELEASED, RUNNING, Instance
+from stratus.sim.view import ClusterView
 
 
 def hop_gain(p_old: float, p_new: float, remaining: float, spinup: float, transfer: float) -> float:
@@ -90,7 +90,7 @@ class PriceHopping(Parametric):
 
     def reset(self) -> None:
         """A new replay: counts and the tracking start again (the cordons are reset by
-        their owner, stratus.compose)."""
+        their owner, stratus.policy.compose)."""
         self.hops = 0
         self.tasks_hopped = 0
         self.hops_weighed = 0  # an instance whose load fits a cheaper type: a hop weighed
@@ -189,7 +189,7 @@ class PriceHopping(Parametric):
     def quiet(self, view: ClusterView) -> tuple[float, bool]:
         """Until an event, a price change included, when no group had a cheaper target
         this tick; else never (whether a hop pays depends on the remaining runtime, which
-        the clock changes) (stratus.compose.ComposedScheduler.quiet)."""
+        the clock changes) (stratus.policy.compose.ComposedScheduler.quiet)."""
         return -math.inf if self._timed else math.inf, True
 
     def migrate(self, view: ClusterView, plan: Plan) -> None:

@@ -38,15 +38,15 @@ import math
 from collections.abc import Sequence
 
 from stratus.base.resources import Vec, fits
-from stratus.compose import Plan
-from stratus.model import READY, RUNNING, Instance, Task
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree
-from stratus.params import Param, Parametric
+from stratus.policy.compose import Plan
+from stratus.policy.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import RESERVED
 from stratus.scalers.marginal import Offer
-from stratus.view import ClusterView
+from stratus.sim.model import READY, RUNNING, Instance, Task
+from stratus.sim.view import ClusterView
 
 
 def by_size_desc(task: Task) -> tuple:
@@ -188,7 +188,7 @@ class KarpenterConsolidation(Parametric):
 
     def reset(self) -> None:
         """A new replay: instance ids and counts start again (the packer and the cordons
-        are reset by their owner, stratus.compose)."""
+        are reset by their owner, stratus.policy.compose)."""
         self._sig: dict[int, tuple[Vec, int]] = {}  # iid -> (free, tasks ever hosted)
         self._since: dict[int, float] = {}  # iid -> when its task set last changed
         self.nodes_deleted = 0
@@ -205,7 +205,7 @@ class KarpenterConsolidation(Parametric):
     def quiet(self, view: ClusterView) -> tuple[float, bool]:
         """Until the next node settles (``consolidate_after`` past its last change), or an
         event, a price change included (a replacement is "strictly cheaper"): nothing else
-        here reads the clock (stratus.compose.ComposedScheduler.quiet)."""
+        here reads the clock (stratus.policy.compose.ComposedScheduler.quiet)."""
         settle, now = self.consolidate_after, view.now
         # a hair early: the engine wakes at the tick at or before the node settles
         return min((t0 + settle - 1e-6 for t0 in self._since.values() if now - t0 < settle),

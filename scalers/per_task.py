@@ -31,14 +31,14 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from stratus.base.resources import Vec, fits
-from stratus.compose import Plan, Resets
-from stratus.model import Task
 from stratus.packers.binpack import BINPACK_DIMS, BinpackIndex, JobRun
-from stratus.params import Param, Parametric
+from stratus.policy.compose import Plan, Resets
+from stratus.policy.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.scalers.marginal import Offer
 from stratus.scalers.task_per_instance import by_price
-from stratus.view import ClusterView
+from stratus.sim.model import Task
+from stratus.sim.view import ClusterView
 
 
 class TypeChoice(Protocol):
@@ -51,7 +51,7 @@ class TypeChoice(Protocol):
         """The type to acquire for a task of request ``req`` (None: none fits; it waits;
         Stratus §3.3 bids the on-demand price, so a type above it is not acquirable).
         A choice with state kept across ticks also implements ``Resets`` (a new replay:
-        ``reset()``, stratus.compose)."""
+        ``reset()``, stratus.policy.compose)."""
 
     def pick(self, req: Vec, offer: Offer) -> tuple[InstanceType, str] | None:
         """Under a savings plan: the (type, market) to acquire in, at marginal prices

@@ -29,12 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stratus.base.resources import fits
-from stratus.compose import Plan
-from stratus.model import Task
-from stratus.params import Parametric
+from stratus.policy.compose import Plan
+from stratus.policy.params import Parametric
 from stratus.scalers.cost_efficiency import normalized_used_constraining
 from stratus.scalers.marginal import Offer
-from stratus.view import ClusterView
+from stratus.sim.model import Task
+from stratus.sim.view import ClusterView
 
 _REL_TIE = 1e-12
 

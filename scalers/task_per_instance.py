@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stratus.base.resources import fits
-from stratus.compose import Plan
-from stratus.model import Task
-from stratus.params import Param, Parametric
+from stratus.policy.compose import Plan
+from stratus.policy.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
 from stratus.scalers.marginal import Offer
-from stratus.view import ClusterView
+from stratus.sim.model import Task
+from stratus.sim.view import ClusterView
 
 
 def acquirable(view: ClusterView, bid_factor: float | None = None) -> list[InstanceType]:
@@ -22,7 +22,7 @@ def acquirable(view: ClusterView, bid_factor: float | None = None) -> list[Insta
     not above that bid; without it, the view's rule (not above on-demand, §3.3)."""
     if bid_factor is None or view.market != SPOT:
         return view.acquirable_types()
-    short = view.unavailable_types()  # known short of capacity (stratus.faults): not now
+    short = view.unavailable_types()  # known short of capacity (stratus.sim.faults): not now
     return [t for t in view.catalog
             if view.price(t) <= bid_factor * view.bid(t) and t.name not in short]
 

@@ -7,7 +7,7 @@ The Python API (every function's keyword arguments are its command's options)::
     cmp = stratus.compare(trace, schedulers=["stratus", "hotspot"], seed=1)
     cmp.table, cmp.plot()
 
-Names are loaded on first use, so ``import stratus.engine`` stays as light as it was.
+Names are loaded on first use, so ``import stratus.sim.engine`` stays as light as it was.
 """
 
 from __future__ import annotations

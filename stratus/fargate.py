@@ -28,11 +28,20 @@ import pandas as pd
 
 from stratus.base.errors import ConfigError
 from stratus.base.resources import DIMS, SCALE, request_units
-from stratus.config import resolve
+from stratus.sim.config import resolve
+from stratus.sim.hooks import AddOn
 from stratus.traces.schema import bad_rows, gpu_requests
 
 VCPU_HOUR_USD = 0.0506  # May 2018 (Stratus §4.3)
 GB_HOUR_USD = 0.0127
+
+
+class _PlanNoted(AddOn):
+    """The model's own claim on a savings plan: it bills at Fargate's prices and reports
+    the plan as not modelled (``savings_plan_note``), so the plan is not refused as
+    dropped; reserved instances and waiting policies, which it cannot take, are."""
+
+    claims = ("savings_plan",)
 
 
 def _sizes() -> list[tuple[float, float]]:
@@ -82,11 +91,13 @@ class FargateCostModel:
     name = "fargate"
 
     def replay(self, trace, cfg):
-        from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
-        from stratus.result import ReplayResult, _r, integer_bound
+        from stratus.sim.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+        from stratus.sim.result import ReplayResult, integer_bound
+        from stratus.sim.result import rounded as _r
 
         wall0 = time.perf_counter()
-        cfg = resolve(cfg)  # the engine's resolution: the caller's config is never written
+        # the engine's resolution: the caller's config is never written
+        cfg = resolve(cfg, (_PlanNoted(),))
         markets = cfg.markets
         f = trace.frame
         n = len(f)
@@ -194,7 +205,7 @@ class FargateCostModel:
             summary["savings_plan"] = cfg.savings_plan.text()
             summary["savings_plan_note"] = ("not modelled: the fargate cost model bills at "
                                             "its 2018 list prices, with no commitment")
-        from stratus.result import instance_columns
+        from stratus.sim.result import instance_columns
 
         instances = pd.DataFrame([], columns=instance_columns(len(cfg.catalog.dims)))
         tasks = pd.DataFrame({"first_start_s": submit, "finish_s": end,

@@ -1,6 +1,6 @@
 """A cluster view built by hand, for testing a policy without the engine (issue 21, item 5).
 
-``StaticView`` answers everything ``stratus.view.ClusterView`` does, from state you set:
+``StaticView`` answers everything ``stratus.sim.view.ClusterView`` does, from state you set:
 the time, the catalog and prices, live instances with the tasks on them (each with its
 state, elapsed seconds and estimate) and the pending tasks. Hand it to ``schedule(view)``
 and check the ``Decisions``::
@@ -27,13 +27,13 @@ from contextlib import contextmanager
 from stratus.base.errors import DecisionError
 from stratus.base.resources import to_units
 from stratus.commitments.savings import SavingsPlan, marginal_price
-from stratus.estimators import remaining_estimate
-from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
-from stratus.footprint import footprint_fraction
-from stratus.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT
-from stratus.view import CONSTANT
+from stratus.sim.estimate import remaining_estimate
+from stratus.sim.footprint import DEFAULT as DEFAULT_FOOTPRINT
+from stratus.sim.footprint import footprint_fraction
+from stratus.sim.model import READY, REQUESTED, RUNNING, WAITING, Instance, Task
+from stratus.sim.view import CONSTANT
 
 MIB_BITS = 8 * 1024 * 1024
 

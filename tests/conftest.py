@@ -30,7 +30,7 @@ def no_integer_bound():
     slot) and a function of the run segments alone; tests/core/test_intbound.py and the bound
     tests in tests/core/test_estimators_metrics.py check it. Modules that replay many times to
     check schedules, costs or decisions skip it (the summary then says why)."""
-    import stratus.intbound as ib
+    import stratus.sim.intbound as ib
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ib, "ortools_missing", lambda: "skipped in this test module")

@@ -355,7 +355,7 @@ def estimate(trace, estimator: str = "history", **options) -> dict:
 def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     from stratus.app.runs import fitted_estimator
     from stratus.app.session import Session, loaded_window
-    from stratus.estimators import error_distribution, online_pass
+    from stratus.policy.estimators import error_distribution, online_pass
 
     trace = spec.trace if trace is None else trace
     if isinstance(trace, str):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from stratus.app.schedulers import alias, register
-from stratus.compose import ComposedScheduler
+from stratus.policy.compose import ComposedScheduler
 from stratus.scalers.task_per_instance import CheapestPerTask
 
 

@@ -25,7 +25,7 @@ METRICS: dict[str, tuple[str, ...]] = {
 #: that has no such part, whose summary leaves the key out (docs/reference/metrics.md)
 ZERO_WHERE_ABSENT = frozenset({"instances_cleared"})
 
-#: what it aggregates too under --faults (stratus.faults)
+#: what it aggregates too under --faults (stratus.sim.faults)
 FAULT_METRICS: dict[str, tuple[str, ...]] = {
     "fault_crashes": ("faults", "crashes"),
     "fault_tasks_restarted": ("faults", "tasks_restarted"),

@@ -55,12 +55,12 @@ def replay_config(spec: LiveSpec, capacity=None):
     """The engine configuration the live loop decides with: the catalog, the market and
     its prices (spot: the latest of --spot-prices, else EC2's price history now, held for
     the run), the tick and the scheduler's cost model."""
-    from stratus.engine import ReplayConfig
-    from stratus.history import HistoryEstimator
     from stratus.live.mirror import AnnotationEstimator
-    from stratus.markets import configure_market
+    from stratus.policy.history import HistoryEstimator
     from stratus.pricing.catalog_files import get_catalog
     from stratus.pricing.prices import ON_DEMAND, SPOT
+    from stratus.sim.engine import ReplayConfig
+    from stratus.sim.markets import configure_market
 
     lo, hi = (float(x) for x in spec.spinup.split(","))
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=(lo, hi), migration_mbps=spec.migration_mbps,

@@ -24,7 +24,8 @@ from stratus.app.schedulers import (
     register,
 )
 from stratus.base.errors import ConfigError
-from stratus.estimators import Estimator, NoisyEstimator, OracleEstimator, RequestedEstimator
+from stratus.policy.estimators import NoisyEstimator, RequestedEstimator
+from stratus.sim.estimate import Estimator, OracleEstimator
 
 ENTRY_POINT_GROUP = "stratus.schedulers"
 __all__ = ["COST_MODEL", "COST_MODELS", "ENTRY_POINT_GROUP", "POLICY", "SCHEDULERS", "Option",
@@ -105,7 +106,7 @@ def get_spec(name: str) -> SchedulerSpec:
         raise ConfigError(f"unknown scheduler {base!r}; known: {', '.join(all_names())}")
     if not q:
         return spec
-    from stratus import params as P
+    from stratus.policy import params as P
 
     where = f"scheduler {name}"
     given = P.parse(query, where)
@@ -169,10 +170,10 @@ def make_scheduler(name: str):
 
 # --- runtime estimators -------------------------------------------------------------------
 def _history(arg: str | None, seed: int) -> Estimator:
-    from stratus.history import HistoryEstimator
+    from stratus.policy.history import HistoryEstimator
 
-    if arg:  # options where the paper is silent (stratus.history_options)
-        from stratus.history_options import HistoryOptionsEstimator
+    if arg:  # options where the paper is silent (stratus.policy.history_options)
+        from stratus.policy.history_options import HistoryOptionsEstimator
 
         return HistoryOptionsEstimator(tuple(arg.split("+")))
     return HistoryEstimator()

@@ -46,10 +46,10 @@ def replay_config(spec: CloudSpec):
     from stratus.commitments.gate import parse_waiting
     from stratus.commitments.reserved import parse_reserved
     from stratus.commitments.savings import parse_savings_plan
-    from stratus.engine import ReplayConfig
-    from stratus.faults import parse_faults
-    from stratus.markets import configure_market
     from stratus.pricing.catalog_files import get_catalog
+    from stratus.sim.engine import ReplayConfig
+    from stratus.sim.faults import parse_faults
+    from stratus.sim.markets import configure_market
 
     cfg = ReplayConfig(tick_s=spec.tick, spinup_s=spec.spinup_range(),
                        migration_mbps=spec.migration_mbps,
@@ -70,12 +70,12 @@ def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[
     """Replay ``trace`` under scheduler ``sched`` in ``spec``'s cloud. ``history()`` gives
     the warm-up trace (or None), ``warmup_h`` hours of it; it is called only for an
     estimator that learns, so a replay that needs none never loads it."""
-    from stratus.engine import Engine
-    from stratus.progress import ProgressBar
+    from stratus.app.progress import ProgressBar
+    from stratus.replays import engine
 
     cfg = replay_config(spec)
     if spec.market == "spot":
-        from stratus.markets import check_trace_spot_window
+        from stratus.sim.markets import check_trace_spot_window
 
         check_trace_spot_window(cfg.prices, trace, spec.spot_start)
     if sched.kind == COST_MODEL:  # no engine: the model bills the trace itself
@@ -84,7 +84,7 @@ def replay_one(spec: CloudSpec, trace, sched: SchedulerSpec, history: Callable[[
     cfg.estimator = est
     if progress and ProgressBar.wanted():
         cfg.progress = ProgressBar(sched.name)
-    res = Engine(trace, sched.factory(), cfg).run()
+    res = engine(trace, sched.factory(), cfg).run()
     if est.learns_online:
         # a window with no way back to its history (a trace cut in memory) has none
         res.summary["estimator_warmup_hours"] = round(max(0.0, warmup_h or 0.0), 4)

@@ -34,7 +34,7 @@ class Option:
 
     def check(self, value, where: str):
         """``value`` (text or typed) as this option's type; a ConfigError naming ``where``."""
-        from stratus.params import coerce
+        from stratus.policy.params import coerce
 
         v = coerce(f"{where}: {self.name}", value, self.default)
         if self.choices is not None and v not in self.choices:

@@ -27,7 +27,7 @@ SPECULATE_MARKETS = ("on-demand", "spot")
 def _spot_book(opts: WaitingSpec, catalog):
     """The price book spot speculation reads: ``--spot-prices`` or the synthetic model for
     the catalog (the bundled trace for m4)."""
-    from stratus.markets import spot_book
+    from stratus.sim.markets import spot_book
 
     try:
         return spot_book(catalog, opts.spot_prices, opts.spot_zone, opts.spot_start)
@@ -93,7 +93,7 @@ def runtime_estimates(trace, opts: WaitingSpec, history) -> np.ndarray:
     """Per row, what ``--estimator`` predicts at submission (learning online from jobs that
     ended before; a learning estimator first fits the warm-up history)."""
     from stratus.app.runs import fitted_estimator
-    from stratus.estimators import task_estimates
+    from stratus.policy.estimators import task_estimates
 
     est = fitted_estimator(opts.estimator, opts.seed, history, trace)
     return task_estimates(est, trace.frame)
@@ -219,7 +219,7 @@ def simulate_trace(trace, opts: WaitingSpec, history=lambda: None) -> dict:
                   truly_long=round(float(np.mean(true > opts.b)), 6) if decisions else None)
     else:
         if opts.policy == "ljw-spec" and opts.speculate_market == "spot":
-            from stratus.markets import check_spot_window
+            from stratus.sim.markets import check_spot_window
             from stratus.waiting.spot import SpotSpeculation
 
             book = _spot_book(opts, catalog)

@@ -1,4 +1,4 @@
-"""Commitments: what a replay may have paid for ahead, as engine add-ons (stratus.hooks).
+"""Commitments: what a replay may have paid for ahead, as engine add-ons (stratus.sim.hooks).
 
 - ``reserved``: reserved instances (``--reserved``), their rates and what ran where;
 - ``savings``: a savings plan (``--savings-plan``), its parsing and its bill;

@@ -1,18 +1,19 @@
-"""The commitments as engine add-ons (stratus.hooks): reserved instances, a savings plan
+"""The commitments as engine add-ons (stratus.sim.hooks): reserved instances, a savings plan
 and a waiting policy at the door of the reserved instances. Each does at its hooks what
 the engine once did in branches of its own; ``addons_for`` builds them from a config."""
 
 from __future__ import annotations
 
 from stratus.commitments.bill import reserved_utilization, savings_plan_summary, with_reserved
+from stratus.commitments.check import check_commitments
 from stratus.commitments.gate import ReservedGate, Waiting
 from stratus.commitments.reserved import check_reserved, ran_where, reserved_rate, reserved_text
 from stratus.commitments.savings import SavingsPlan, ledger_bill
 from stratus.commitments.savings import bound as plan_bound
-from stratus.events import EV_DEPART
-from stratus.hooks import AddOn
 from stratus.pricing.prices import ON_DEMAND, RESERVED, PriceSeries
-from stratus.result import rounded
+from stratus.sim.events import EV_DEPART
+from stratus.sim.hooks import AddOn
+from stratus.sim.result import rounded
 
 #: why the scheduler may not use reserved room under ``share=off`` (DecisionApplier.cordon)
 CORDONED = ("is reserved capacity the waiting policy keeps to itself (share=off): the "
@@ -23,6 +24,8 @@ class ReservedInstances(AddOn):
     """Reserved instances (stratus.commitments.reserved): priced at their rate, up from
     the first tick, and a per-task record of where each run started (bit 1: a reserved
     instance, bit 2: a rented one) for the summary's split (``ran_where``)."""
+
+    claims = ("reserved", "reserved_discount")
 
     def __init__(self, reserved: tuple[tuple[str, int], ...], discount: float | None) -> None:
         self.reserved = reserved
@@ -71,6 +74,8 @@ class SavingsPlanBook(AddOn):
     headroom under the plan); the bill is the commitment for the replay's hours and the
     on-demand usage beyond what the plan covers, at on-demand rates."""
 
+    claims = ("savings_plan",)
+
     def __init__(self, plan: SavingsPlan) -> None:
         self.plan = plan
 
@@ -98,6 +103,8 @@ class WaitingGate(AddOn):
     takes each tick's arrivals before the scheduler, keeps its view of the reserved room
     as the core holds and frees it, and reports its split. ``reserved``: the run's
     reserved-instances add-on (what ran where)."""
+
+    claims = ("waiting",)
 
     def __init__(self, waiting: Waiting, reserved: ReservedInstances) -> None:
         self.waiting = waiting
@@ -136,7 +143,9 @@ class WaitingGate(AddOn):
 
 def addons_for(cfg) -> tuple[AddOn, ...]:
     """The add-ons a replay config asks for, in hook order: reserved instances, a savings
-    plan, a waiting policy (which needs the reserved instances; ReplayConfig.validate)."""
+    plan, a waiting policy (which needs the reserved instances). Checks the config's
+    commitment fields first (``check_commitments``): one ConfigError line."""
+    check_commitments(cfg)
     out: list[AddOn] = []
     reserved = None
     if cfg.reserved:

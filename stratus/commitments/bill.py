@@ -1,11 +1,11 @@
-"""The commitments' part of a replay's bill (``stratus.result.Bill``, amended by the
+"""The commitments' part of a replay's bill (``stratus.sim.result.Bill``, amended by the
 add-ons' ``bill`` hook): the savings plan's commitment and cover, the reserved instances'
 rates in the lower bounds, and their summary keys."""
 
 from __future__ import annotations
 
 from stratus.pricing.prices import RESERVED, PriceBook
-from stratus.result import rounded
+from stratus.sim.result import rounded
 
 
 def reserved_utilization(ledger, names) -> dict:

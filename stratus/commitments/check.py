@@ -1,6 +1,6 @@
-"""The checks of a replay config's commitment fields (``ReplayConfig.validate`` calls
-``check_commitments``): reserved instances, their discount, a savings plan, a waiting
-policy (which needs reserved instances to wait for)."""
+"""The checks of a replay config's commitment fields (``addons_for`` calls
+``check_commitments`` before it builds the add-ons): reserved instances, their discount,
+a savings plan, a waiting policy (which needs reserved instances to wait for)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ SWW's and compound's prediction simulates the reserved instances forward from no
 the replay's runtime estimates (the remaining estimate of what runs there, the estimate
 of what is queued), room freed at an estimated end offered at the tick at or after it:
 with the oracle estimator and ``share=off`` it is the pool's oracle on the replay's clock.
-One simulation serves a tick's arrivals (``stratus.gate_forecast.Forecast``).
+One simulation serves a tick's arrivals (``stratus.commitments.forecast.Forecast``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from heapq import heappop, heappush
 import numpy as np
 
 from stratus.base.errors import ConfigError
-from stratus.events import EV_DEPART
-from stratus.gate_forecast import Forecast, best_index
+from stratus.commitments.forecast import Forecast, best_index
+from stratus.sim.events import EV_DEPART
 
 #: the policies a replay can run (ljw-spec speculates on VMs the pool simulator bills
 #: itself; the engine has no kill-and-requeue of a running task)
@@ -123,7 +123,7 @@ class ReservedGate:
     """The policy's half of the replay: decides each arriving task, keeps the reserved
     queue, starts queued tasks on reserved room freed since the last tick, all at the
     engine's ticks (``tick``). ``act`` holds and starts tasks (the engine,
-    ``stratus.apply.Actuator``); AJW-T's timers are events on ``kernel``, so that a tick
+    ``stratus.sim.apply.Actuator``); AJW-T's timers are events on ``kernel``, so that a tick
     comes when one runs out; ``tick_s``: the engine's tick."""
 
     def __init__(self, waiting: Waiting, book, cloud, act, kernel, tick_s: float) -> None:
@@ -214,7 +214,7 @@ class ReservedGate:
         est = self.book.est
         arrived = self.arrived
         # SWW's and compound's forecast of this instant: one simulation, built when first
-        # asked and kept as the instant's tasks join the queue (stratus.gate_forecast)
+        # asked and kept as the instant's tasks join the queue (stratus.commitments.forecast)
         forecast = None
         for task in tasks:
             tid = task.tid

@@ -88,6 +88,11 @@ class SavingsPlan:
         prices) run: C - (1 - d) x od_rate (negative when they exceed it)."""
         return self.hourly_usd - (1.0 - self.discount) * od_rate
 
+    def marginal(self, price: float, od_rate: float) -> float:
+        """$/h one more on-demand instance of on-demand ``price`` adds to the bill when
+        on-demand instances of ``od_rate`` $/h run (``marginal_price`` at ``headroom``)."""
+        return marginal_price(price, self.headroom(od_rate), self.discount)
+
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
@@ -238,7 +243,7 @@ def plan_bill(plan: SavingsPlan, usage: np.ndarray, origin: float, end: float) -
 
 
 def ledger_bill(plan: SavingsPlan, ledger, prices, origin: float, end: float) -> PlanBill:
-    """The plan's bill of the on-demand instances in ``ledger`` (stratus.ledger: request
+    """The plan's bill of the on-demand instances in ``ledger`` (stratus.sim.ledger: request
     to release, per second) at ``prices``' on-demand rates, over the plan's hours."""
     n = hours(origin, end)
     if ON_DEMAND in ledger.markets and n:

@@ -13,7 +13,7 @@ Instance Interruption Warning" events; boto3 guide "Retries"):
   what needed it.
 - An interruption warning is an EventBridge event of source ``aws.ec2``, detail-type
   ``EC2 Spot Instance Interruption Warning``, ``detail.instance-id``; the instance is
-  reclaimed two minutes after it (stratus.cloud.SPOT_WARNING_S).
+  reclaimed two minutes after it (stratus.sim.cloud.SPOT_WARNING_S).
 Tested only against moto's server (moto 5), which has no spot price dynamics and no
 capacity limits; docs/guides/live.md says what that leaves unchecked.
 """

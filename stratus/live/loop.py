@@ -26,9 +26,6 @@ from dataclasses import dataclass, field
 
 from stratus.base.errors import ConfigError
 from stratus.base.resources import to_units
-from stratus.cloud import SPOT_WARNING_S
-from stratus.decisions import Decisions
-from stratus.engine import ReplayConfig
 from stratus.live.clock import Clock, seconds
 from stratus.live.ec2 import GONE_STATES, LIVE_STATES, CloudInstance, Ec2Capacity
 from stratus.live.kube import (
@@ -45,10 +42,13 @@ from stratus.live.kube import (
     recreated,
 )
 from stratus.live.mirror import Mirror, Refused, Unavailable
-from stratus.model import DONE, MIGRATING, PENDING, REQUESTED, Instance
 from stratus.pricing.prices import ON_DEMAND, SPOT
+from stratus.sim.cloud import SPOT_WARNING_S
+from stratus.sim.decisions import Decisions
+from stratus.sim.engine import ReplayConfig
+from stratus.sim.model import DONE, MIGRATING, PENDING, REQUESTED, Instance
 
-# event kinds, in the engine's order at equal times (stratus.events)
+# event kinds, in the engine's order at equal times (stratus.sim.events)
 _FINISH, _MIGRATED, _REVOKE, _CRASH, _READY = 1, 2, 3, 4, 5
 # node labels that say what a node is (shadow mode): instance type, and capacity type
 TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")

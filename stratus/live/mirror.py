@@ -1,4 +1,4 @@
-"""The live loop's state: the engine core (stratus.core.Core) that a replay runs, held by
+"""The live loop's state: the engine core (stratus.sim.core.Core) that a replay runs, held by
 the mirror and fed by what the loop observes instead of by an event heap.
 
 In a replay the engine predicts when a task finishes, an instance comes up or a transfer
@@ -6,9 +6,9 @@ ends, and its kernel delivers those events. Live, the world says when they happe
 core's kernel is a clock that drops what the core schedules, and the loop
 (stratus.live.loop) has the mirror call the core's transitions (``finish``, ``ready``,
 ``migrated``, ``revoke``, ``crash``) at the times it observes. The configuration is
-resolved as a replay's (``stratus.config.resolve``). The view a
-policy sees (stratus.view.ClusterView) and the checks its decisions go through
-(stratus.apply.DecisionApplier) are the engine's, unchanged.
+resolved as a replay's (``stratus.sim.config.resolve``). The view a
+policy sees (stratus.sim.view.ClusterView) and the checks its decisions go through
+(stratus.sim.apply.DecisionApplier) are the engine's, unchanged.
 
 What must reach the world is sent through ``world`` (the loop), by the mirror's add-on
 (``WorldLink``, at the core's hooks) and its cloud (``LiveCloud``): a pod bound to a node,
@@ -26,15 +26,15 @@ from typing import Protocol
 import numpy as np
 
 from stratus.base.errors import ConfigError
-from stratus.cloud import Cloud
-from stratus.config import ReplayConfig, resolve
-from stratus.core import Core
-from stratus.estimators import Estimator
-from stratus.hooks import AddOn
-from stratus.model import PENDING, READY, RUNNING, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import SPOT
-from stratus.taskbook import TaskBook
+from stratus.sim.cloud import Cloud
+from stratus.sim.config import ReplayConfig, resolve
+from stratus.sim.core import Core
+from stratus.sim.estimate import Estimator
+from stratus.sim.hooks import AddOn
+from stratus.sim.model import PENDING, READY, RUNNING, WAITING, Instance, Task
+from stratus.sim.taskbook import TaskBook
 
 
 class Shortage(Exception):
@@ -116,7 +116,7 @@ class _Ids:
 
 
 class LiveWorkload:
-    """``stratus.taskbook.Workload`` for tasks that are not known ahead: they are added as
+    """``stratus.sim.taskbook.Workload`` for tasks that are not known ahead: they are added as
     their pods appear. A runtime is unknown (NaN) until the task ends."""
 
     def __init__(self) -> None:
@@ -131,7 +131,7 @@ class LiveWorkload:
 class LiveCloud(Cloud):
     """The engine's cloud, whose launches go to the world. A launch refused for
     insufficient capacity starts a shortage of the type for ``ice_window_s`` (as the
-    engine's ICE model, stratus.faults); a launch that failed otherwise leaves its tasks
+    engine's ICE model, stratus.sim.faults); a launch that failed otherwise leaves its tasks
     pending, with no shortage."""
 
     def __init__(self, mirror: Mirror, *args, ice_window_s: float) -> None:
@@ -182,7 +182,7 @@ class LiveCloud(Cloud):
 
 
 class WorldLink(AddOn):
-    """The mirror's add-on (stratus.hooks): what the core does that must reach the world.
+    """The mirror's add-on (stratus.sim.hooks): what the core does that must reach the world.
     A placement binds a pod, a transfer moves one, a task sent back is re-queued, a
     released instance is terminated; nothing while ``muted`` (the world did it already),
     nor without a world (shadow mode)."""
@@ -215,7 +215,7 @@ class WorldLink(AddOn):
 
 class Mirror:
     """The engine core's state of a live cluster at the loop's clock (it holds a
-    ``stratus.core.Core``). Built empty (no trace); tasks are added as pods appear
+    ``stratus.sim.core.Core``). Built empty (no trace); tasks are added as pods appear
     (``add_task``), instances as they are launched or adopted (``adopt``)."""
 
     def __init__(self, scheduler, cfg: ReplayConfig, t0: float, world: World | None = None,

@@ -3,7 +3,7 @@ speculative execution using spot VMs"): each speculating job runs on the smalles
 family that fits it, bought on the spot market at the replay engine's bid and revoked by
 the engine's rule, and billed per second at the spot price it ran under.
 
-The rules are the engine's (``stratus.engine``): the bid is the type's on-demand price
+The rules are the engine's (``stratus.sim.engine``): the bid is the type's on-demand price
 (Stratus §3.3); an instance whose spot price is above its bid, when it is acquired or at
 any later price change, is revoked ``SPOT_WARNING_S`` (AWS's two-minute notice) later,
 whatever the price does in between. There is no spin-up, as in the papers' cloud model
@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from stratus.base.errors import ConfigError
-from stratus.engine import SPOT_WARNING_S
 from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook
+from stratus.sim.engine import SPOT_WARNING_S
 from stratus.waiting.bill import smallest_types
 
 

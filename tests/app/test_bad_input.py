@@ -316,7 +316,7 @@ def test_a_directory_given_as_a_file_is_one_line(capsys, tmp_path):
 # that lands in the imports is Python's traceback, not the command's.
 STARTED = """
 import pathlib, runpy, sys
-import stratus.engine as E
+import stratus.sim.engine as E
 marker, run = pathlib.Path(sys.argv.pop(1)), E.Engine.run
 def started(self):
     marker.touch()

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from stratus.app.cli import main
 from stratus.app.registry import get_spec, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
-from stratus.engine import Engine, ReplayConfig
-from stratus.params import part_params
+from stratus.policy.params import part_params
+from stratus.sim.engine import Engine, ReplayConfig
 from tests.helpers.invariants import check_invariants
 from tests.helpers.scheduler_options import option_strings
 from tests.helpers.strategies import configs, workloads
@@ -177,7 +177,7 @@ def test_a_part_checks_its_parameters_when_it_is_built():
 def test_the_reference_lists_every_built_in_parameter_as_it_is_declared():
     import re
 
-    from stratus.params import declared
+    from stratus.policy.params import declared
     from tests.helpers.paths import ROOT
 
     doc = (ROOT / "docs" / "reference" / "schedulers.md").read_text()

@@ -151,7 +151,8 @@ def test_the_api_refuses_the_same_ranges(kw, needle):
 
 
 def test_the_engine_config_refuses_a_tick_past_an_hour():
-    from stratus.engine import ReplayConfig, replay
+    from stratus.replays import replay
+    from stratus.sim.engine import ReplayConfig
 
     tr = make_trace([(1, 0, 0.0, 100.0, 1.0, 1.0)])
     with pytest.raises(ConfigError, match=r"tick takes a number of seconds > 0 and <= 3600"):

@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import DecisionError
-from stratus.compose import Plan
-from stratus.decisions import Acquire, Migrate, Place
-from stratus.engine import Engine, ReplayConfig, replay
-from stratus.model import READY, Instance
 from stratus.packers.binning import BinIndex
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
+from stratus.replays import replay
+from stratus.sim.decisions import Acquire, Migrate, Place
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.model import READY, Instance
 from stratus.traces.schema import Trace, validate_frame
 from tests.helpers import views
 from tests.helpers.invariants import check_invariants

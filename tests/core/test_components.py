@@ -7,19 +7,19 @@ import math
 
 import pytest
 
-from stratus.accounting import Accounting
-from stratus.apply import DecisionApplier
 from stratus.base.errors import DecisionError
-from stratus.cloud import SPOT_WARNING_S, Cloud
-from stratus.decisions import Acquire, Decisions, Migrate, Place
-from stratus.estimators import OracleEstimator
-from stratus.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE, KINDS
-from stratus.faults import Faults
-from stratus.kernel import Kernel
-from stratus.model import DONE, PENDING, READY, RELEASED, RUNNING, WAITING, Task
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
-from stratus.taskbook import TaskBook, Workload
+from stratus.sim.accounting import Accounting
+from stratus.sim.apply import DecisionApplier
+from stratus.sim.cloud import SPOT_WARNING_S, Cloud
+from stratus.sim.decisions import Acquire, Decisions, Migrate, Place
+from stratus.sim.estimate import OracleEstimator
+from stratus.sim.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE, KINDS
+from stratus.sim.faults import Faults
+from stratus.sim.kernel import Kernel
+from stratus.sim.model import DONE, PENDING, READY, RELEASED, RUNNING, WAITING, Task
+from stratus.sim.taskbook import TaskBook, Workload
 from tests.helpers.trace import make_trace
 
 XL = M4["m4.xlarge"]  # 4 vCPU, 16 GiB
@@ -288,11 +288,11 @@ def test_the_result_and_the_view_read_no_private_attribute_of_another_object():
     import ast
     from pathlib import Path
 
-    import stratus.result
-    import stratus.view
+    import stratus.sim.result
+    import stratus.sim.view
 
-    allowed = {"_tasks"}  # Instance.tasks' backing dict (stratus/model.py), for speed
-    for mod in (stratus.result, stratus.view):
+    allowed = {"_tasks"}  # Instance.tasks' backing dict (stratus/sim/model.py), for speed
+    for mod in (stratus.sim.result, stratus.sim.view):
         tree = ast.parse(Path(mod.__file__).read_text())
         bad = [f"{mod.__name__}:{n.lineno}: .{n.attr}" for n in ast.walk(tree)
                if isinstance(n, ast.Attribute) and n.attr.startswith("_")

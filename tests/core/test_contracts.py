@@ -10,9 +10,10 @@ import pytest
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import DecisionError
-from stratus.compose import ComposedScheduler, Part
-from stratus.engine import ReplayConfig, replay
-from stratus.model import Instance, Task
+from stratus.policy.compose import ComposedScheduler, Part
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
+from stratus.sim.model import Instance, Task
 from stratus.testing import Sealed, sealed
 from tests.helpers.invariants import comparable
 from tests.helpers.trace import make_trace

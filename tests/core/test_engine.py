@@ -8,11 +8,12 @@ import pytest
 
 from stratus.app.registry import make_scheduler
 from stratus.base.errors import ConfigError, DecisionError, TraceError
-from stratus.compose import Plan
-from stratus.decisions import Acquire, Decisions, Migrate, Place
-from stratus.engine import MIB_BITS, Engine, ReplayConfig, replay
-from stratus.estimators import Estimator
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
+from stratus.replays import replay
+from stratus.sim.decisions import Acquire, Decisions, Migrate, Place
+from stratus.sim.engine import MIB_BITS, Engine, ReplayConfig
+from stratus.sim.estimate import Estimator
 from tests.helpers.trace import make_trace
 
 
@@ -165,7 +166,7 @@ def test_invalid_decisions_raise(bad):
         t0 = next(iter(i0.tasks.values()))
         d = plan.decisions
         if bad == "unknown-task":
-            from stratus.model import Task
+            from stratus.sim.model import Task
             d.placements.append(Place(Task(99, 9, 0, 0.0, 1.0, (1, 1)), i0))
         elif bad == "not-pending":
             d.placements.append(Place(t0, i1))
@@ -176,7 +177,7 @@ def test_invalid_decisions_raise(bad):
         elif bad == "bad-market":
             d.acquisitions.append(Acquire(M4["m4.large"], "spot", [], [t0]))
         elif bad == "dead-instance":
-            from stratus.model import Instance
+            from stratus.sim.model import Instance
             d.migrations.append(Migrate(t0, Instance(77, M4["m4.large"], "on-demand", None, 0.0)))
         elif bad == "migrate-twice":
             d.acquisitions.append(Acquire(M4["m4.xlarge"], "on-demand", [], [t0, t0]))
@@ -257,7 +258,7 @@ def test_bad_config_is_refused():
 def test_the_max_hours_guard_after_the_last_task_is_not_an_early_end():
     """All tasks done, one idle instance kept, the guard's limit before the next tick: the
     replay ended by itself (a property test found it reported as stopped early)."""
-    from stratus.compose import ComposedScheduler, Part
+    from stratus.policy.compose import ComposedScheduler, Part
 
     class KeepOne(Part):
         name = "keep-one"

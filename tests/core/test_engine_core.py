@@ -8,10 +8,10 @@ import pytest
 
 from stratus.app.registry import make_scheduler
 from stratus.base.errors import ConfigError, StratusError
-from stratus.engine import Engine, ReplayConfig
 from stratus.fargate import FargateCostModel
-from stratus.hooks import HOOKS, AddOn, Hooks
 from stratus.live.mirror import Mirror
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.hooks import HOOKS, AddOn, Hooks
 from tests.helpers.trace import make_trace
 
 ROWS = [(1, 0, 0.0, 600.0, 1, 2), (1, 1, 30.0, 900.0, 2, 4), (2, 0, 200.0, 300.0, 1, 1),
@@ -128,5 +128,46 @@ def test_two_add_ons_may_not_both_take_the_arrivals():
 
     with pytest.raises(ConfigError, match="at most one"):
         Hooks([Admit(), Admit()])
-    with pytest.raises(ConfigError, match="stratus.hooks.AddOn"):
+    with pytest.raises(ConfigError, match="stratus.sim.hooks.AddOn"):
         Hooks([object()])
+
+
+#: a commitment in the config, and the field the refusal names
+COMMITTED = {"reserved": {"reserved": (("m4.large", 1),)},
+             "savings_plan": {"savings_plan": "SP"}}
+
+
+@pytest.mark.parametrize("field", list(COMMITTED))
+def test_a_commitment_without_its_add_on_is_refused_never_dropped(field):
+    """The core knows no add-on: an engine built without the add-ons its config asks for
+    refuses the config (one line naming the field) instead of replaying as if the
+    commitment were not there; ``stratus.replays.engine`` adds them and runs it."""
+    from stratus.commitments.savings import SavingsPlan
+    from stratus.replays import engine
+
+    conf = {k: (SavingsPlan(0.05, 0.3) if v == "SP" else v)
+            for k, v in COMMITTED[field].items()}
+    trace, cfg = make_trace(ROWS), ReplayConfig(market="on-demand", **conf)
+    line = _refusal(lambda: Engine(trace, make_scheduler("stratus"), cfg))
+    assert line.startswith(f"ReplayConfig.{field} is set, and no add-on of this run acts on it")
+    assert "\n" not in line
+    if field == "reserved":  # the Fargate model cannot take it and refuses it alike (it
+        # notes a savings plan as not modelled: tests/app/test_savings_plan_cli.py)
+        assert _refusal(lambda: FargateCostModel().replay(trace, cfg)) == line
+    res = engine(trace, make_scheduler("stratus"), cfg).run()
+    assert res["tasks_completed"] == len(ROWS)
+    assert (res["reserved_instances"] == 1) if field == "reserved" else \
+        ("savings_plan" in res.summary)
+
+
+def test_an_add_on_claims_the_fields_it_acts_on():
+    from dataclasses import fields
+
+    from stratus.commitments.addons import ReservedInstances, SavingsPlanBook, WaitingGate
+    from stratus.sim.config import ADDON
+
+    marked = {f.name for f in fields(ReplayConfig) if f.metadata.get("addon")}
+    claimed = {n for cls in (ReservedInstances, SavingsPlanBook, WaitingGate)
+               for n in cls.claims}
+    assert ADDON == {"addon": True}
+    assert marked == {"reserved", "waiting", "savings_plan"} and marked <= claimed

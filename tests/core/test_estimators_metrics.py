@@ -5,12 +5,14 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_estimator, make_scheduler
 from stratus.base.errors import ConfigError
-from stratus.engine import ReplayConfig, replay
-from stratus.estimators import NoisyEstimator, OracleEstimator, remaining_estimate
-from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
-from stratus.model import Task
+from stratus.policy.estimators import NoisyEstimator
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import ON_DEMAND, PriceBook, PriceSeries
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
+from stratus.sim.estimate import OracleEstimator, remaining_estimate
+from stratus.sim.metrics import cheapest_unit_prices, fluid_lower_bound
+from stratus.sim.model import Task
 from tests.helpers.trace import make_trace
 
 

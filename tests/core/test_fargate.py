@@ -10,8 +10,8 @@ import pytest
 from stratus.app.cli import main
 from stratus.app.registry import all_names, get_spec, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
-from stratus.engine import ReplayConfig
 from stratus.fargate import SIZES, FargateCostModel
+from stratus.sim.engine import ReplayConfig
 from tests.helpers.trace import make_trace
 
 

@@ -1,4 +1,4 @@
-"""The cloud's own faults (issue 9, stratus.faults): instance crashes and requests the
+"""The cloud's own faults (issue 9, stratus.sim.faults): instance crashes and requests the
 provider cannot fill. Properties under any fault mix -- every task completes exactly once,
 capacity is never exceeded, a crashed instance is billed to its crash and no further --
 plus the option's validation and what the policies see."""
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from stratus.app.cli import main
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
-from stratus.engine import Engine, ReplayConfig
-from stratus.faults import Faults, parse_faults
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.faults import Faults, parse_faults
 from tests.helpers.chaos import ChaosScheduler
 from tests.helpers.invariants import check_invariants, comparable
 from tests.helpers.strategies import configs, workloads
@@ -168,7 +168,7 @@ def test_policies_avoid_a_type_while_it_is_known_unavailable(name):
 
 
 def draws(seed: int, n: int) -> list[float]:
-    """The fault stream's first ``n`` draws in a replay seeded ``seed`` (stratus.cloud)."""
+    """The fault stream's first ``n`` draws in a replay seeded ``seed`` (stratus.sim.cloud)."""
     import numpy as np
 
     return np.random.default_rng([seed, 0xFA175]).random(n).tolist()
@@ -190,7 +190,7 @@ class Asker:
         self.want, self.polite, self.log = want, polite, []
 
     def schedule(self, view):
-        from stratus.decisions import Acquire, Decisions
+        from stratus.sim.decisions import Acquire, Decisions
 
         pending, short = list(view.pending), view.unavailable_types()
         self.log.append((view.now, [t.tid for t in pending], view.failed_requests(), short,
@@ -300,7 +300,7 @@ def test_a_batch_cannot_reuse_the_tasks_of_a_refused_acquisition():
     """A refused acquisition's tasks stay claimed till the batch is applied: a decision
     valid only if the cloud refuses is refused whatever the cloud does."""
     from stratus.base.errors import DecisionError
-    from stratus.decisions import Acquire, Decisions
+    from stratus.sim.decisions import Acquire, Decisions
 
     class Twice:
         name = "twice"

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError, StratusError, TraceError
 from stratus.base.resources import request_units, to_units
-from stratus.engine import Engine, ReplayConfig
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import SPOT, PriceBook
 from stratus.pricing.synthetic_spot import generate_spot
+from stratus.sim.engine import Engine, ReplayConfig
 from stratus.traces.schema import Trace, fit_to_catalog
 from tests.helpers.invariants import check_invariants, comparable
 from tests.helpers.reference import general_paths

@@ -1,4 +1,4 @@
-"""The history estimator's options where Stratus §3.4 is silent (stratus.history_options):
+"""The history estimator's options where Stratus §3.4 is silent (stratus.policy.history_options):
 censoring-aware learning, a cold start from the running jobs, the requested runtime."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_estimator
 from stratus.base.errors import ConfigError
-from stratus.estimators import online_pass
-from stratus.history_options import km_mean_median, km_points
+from stratus.policy.estimators import online_pass
+from stratus.policy.history_options import km_mean_median, km_points
 
 # one program (one user, one name) run every minute for two hours; its runtimes cycle from a
 # minute to four hours: a two-hour window is shorter than its longest jobs

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stratus.intbound as ib
+import stratus.sim.intbound as ib
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.base.resources import to_units
-from stratus.engine import Engine, ReplayConfig
-from stratus.metrics import cheapest_unit_prices, fluid_lower_bound
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT, PriceBook, PriceSeries
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.metrics import cheapest_unit_prices, fluid_lower_bound
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import make_trace
 
@@ -312,7 +312,7 @@ def test_an_interrupt_during_a_solve_propagates(monkeypatch):
 _SIGINT_CHILD = """
 import os, signal, sys, threading, time
 import ortools.sat.python.cp_model  # imported before the signal can land
-import stratus.intbound as ib
+import stratus.sim.intbound as ib
 from tests.core.test_intbound import CMR_CAPS, CMR_PRICES, HARD_LOAD
 cs = ib.CoverSolver(CMR_CAPS, solve_det=0.05, budget_det=1.0)
 key = cs.key(HARD_LOAD, CMR_PRICES)

@@ -1,4 +1,4 @@
-"""The simulation kernel (stratus.kernel): event order, the time limit, stop, handlers."""
+"""The simulation kernel (stratus.sim.kernel): event order, the time limit, stop, handlers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stratus.kernel import Kernel
+from stratus.sim.kernel import Kernel
 
 
 def _recording(kinds: int):

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
-from stratus.compose import Plan
-from stratus.decisions import Decisions
-from stratus.engine import Engine, ReplayConfig
-from stratus.faults import parse_faults
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
+from stratus.sim.decisions import Decisions
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.faults import parse_faults
 from tests.helpers.trace import make_trace
 
 DAY = 86400.0

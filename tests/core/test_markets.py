@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from stratus.app.cli import main
 from stratus.app.registry import make_estimator, make_scheduler, scheduler_names
-from stratus.engine import Engine, ReplayConfig, replay
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
+from stratus.replays import replay
+from stratus.sim.engine import Engine, ReplayConfig
 from tests.helpers.chaos import ChaosScheduler
 from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace
@@ -66,7 +67,7 @@ def test_acquiring_while_above_the_bid_is_revoked_two_minutes_later():
         name = "stubborn"
 
         def schedule(self, view):
-            from stratus.compose import Plan
+            from stratus.policy.compose import Plan
 
             plan = Plan(view)
             for task in view.pending:

@@ -6,10 +6,11 @@ import io
 
 import pytest
 
-from stratus import progress
+from stratus.app import progress
+from stratus.app.progress import ProgressBar
 from stratus.app.registry import make_scheduler
-from stratus.engine import ReplayConfig, replay
-from stratus.progress import ProgressBar
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
 from tests.helpers.trace import make_trace
 
 SHOW_CURSOR = "\x1b[?25h"  # rich hides the cursor while a bar is drawn

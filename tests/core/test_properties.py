@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
-from stratus.engine import Engine, ReplayConfig
+from stratus.sim.engine import Engine, ReplayConfig
 from tests.helpers.chaos import ChaosScheduler
 from tests.helpers.invariants import check_invariants, comparable
 from tests.helpers.strategies import configs, workloads

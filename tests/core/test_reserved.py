@@ -15,11 +15,12 @@ from stratus.base.errors import ConfigError, DecisionError
 from stratus.commitments.addons import gate_of
 from stratus.commitments.gate import parse_waiting
 from stratus.commitments.reserved import parse_reserved, reserved_rate
-from stratus.decisions import Decisions
-from stratus.engine import Engine, ReplayConfig
-from stratus.faults import Faults
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import RESERVED
+from stratus.replays import engine
+from stratus.sim.config import ReplayConfig
+from stratus.sim.decisions import Decisions
+from stratus.sim.faults import Faults
 from tests.helpers.invariants import check_invariants
 from tests.helpers.strategies import configs, workloads
 from tests.helpers.trace import first_tick, make_trace
@@ -206,7 +207,7 @@ def test_no_policy_acquires_in_the_reserved_market():
         name = "buyer"
 
         def schedule(self, view):
-            from stratus.decisions import Acquire
+            from stratus.sim.decisions import Acquire
 
             dec = Decisions()
             for t in view.pending:
@@ -242,7 +243,7 @@ def test_parse_reads_types_and_counts_in_order():
 ])
 def test_replay_config_refuses_bad_reserved_values(conf, message):
     with pytest.raises(ConfigError, match=message):
-        Engine(small_trace(), make_scheduler("stratus"), ReplayConfig(**conf))
+        engine(small_trace(), make_scheduler("stratus"), ReplayConfig(**conf))
 
 
 @pytest.mark.parametrize("name", ["task-per-instance", "hotspot", "scloud", "stratus",
@@ -271,7 +272,7 @@ def _fill_case(seed: int, n: int, cordon: bool):
     perhaps, one promise already made; and pending tasks of a few jobs, half flagged."""
     import random
 
-    from stratus.compose import Plan
+    from stratus.policy.compose import Plan
     from stratus.testing import StaticView, task
 
     rnd = random.Random(seed)
@@ -307,7 +308,7 @@ def _fill_case(seed: int, n: int, cordon: bool):
 def test_the_vector_first_fit_answers_as_the_scan(seed, n, cordon):
     """``first_fit_vector`` (fill_reserved over many reserved instances) against
     ``first_fit``'s scan: the same placements in the same order, the same tasks left."""
-    from stratus.compose import first_fit, first_fit_vector
+    from stratus.policy.compose import first_fit, first_fit_vector
 
     out = []
     for fit in (first_fit, first_fit_vector):
@@ -320,7 +321,7 @@ def test_the_vector_first_fit_answers_as_the_scan(seed, n, cordon):
 
 def test_the_vector_first_fit_case_places_flagged_tasks_and_leaves_some():
     """The property's cases do exercise both answers (one case checked)."""
-    from stratus.compose import first_fit_vector
+    from stratus.policy.compose import first_fit_vector
 
     plan, live, tasks = _fill_case(7, 40, True)
     left = first_fit_vector(plan, live, tasks)

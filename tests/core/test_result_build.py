@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.base.resources import DIMS
-from stratus.ledger import Ledger
-from stratus.result import INSTANCE_COLUMNS, _instance_table, _running_sum
+from stratus.sim.ledger import Ledger
+from stratus.sim.result import INSTANCE_COLUMNS, _instance_table, _running_sum
 
 floats = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False)
 

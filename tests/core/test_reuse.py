@@ -1,6 +1,6 @@
 """Objects are reusable (issue 20): one config, one scheduler and one estimator replay a
 trace any number of times alike. The engine writes nothing into its config, resets the
-scheduler at the start of each replay (``reset()``, stratus.compose.Scheduler), and lets
+scheduler at the start of each replay (``reset()``, stratus.policy.compose.Scheduler), and lets
 an online estimator learn on its own copy (docs/decisions.md, "Reusable objects")."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pytest
 
 from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
 from stratus.base.errors import ConfigError
-from stratus.engine import Engine, ReplayConfig, replay
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
+from stratus.replays import replay
+from stratus.sim.engine import Engine, ReplayConfig
 from stratus.traces.synthetic import generate
 from tests.helpers.trace import make_trace
 
@@ -43,7 +44,7 @@ def trace():
 def no_integer_bound(monkeypatch):
     """The integer bound is most of a small replay's time and a function of its run
     segments, which the comparisons cover: skipped where many replays run."""
-    import stratus.intbound as ib
+    import stratus.sim.intbound as ib
 
     monkeypatch.setattr(ib, "ortools_missing", lambda: "skipped (test_reuse)")
 

@@ -23,9 +23,10 @@ from stratus.commitments.savings import (
     parse_savings_plan,
     plan_bill,
 )
-from stratus.engine import Engine, ReplayConfig
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import ON_DEMAND, SPOT
+from stratus.replays import engine
+from stratus.sim.config import ReplayConfig
 from stratus.testing import StaticView, task
 from tests.helpers.invariants import check_invariants, savings_plan_per_second
 from tests.helpers.strategies import configs, workloads
@@ -337,7 +338,7 @@ def test_parse_reads_rate_and_discount():
 ])
 def test_replay_config_refuses_a_plan_that_is_not_a_savings_plan(plan, message):
     with pytest.raises(ConfigError, match=message):
-        Engine(one_task(60.0), make_scheduler("stratus"), ReplayConfig(savings_plan=plan))
+        engine(one_task(60.0), make_scheduler("stratus"), ReplayConfig(savings_plan=plan))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -10,8 +10,8 @@ import pytest
 
 from stratus.app.registry import make_scheduler
 from stratus.base.errors import DecisionError
+from stratus.sim.view import ClusterView
 from stratus.testing import StaticView, task
-from stratus.view import ClusterView
 
 
 def _public(cls) -> dict:

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratus.history import ATTRIBUTES, HistoryEstimator
-from stratus.model import Task
-from stratus.windows import Window
+from stratus.policy.history import ATTRIBUTES, HistoryEstimator
+from stratus.policy.windows import Window
+from stratus.sim.model import Task
 
 
 def bits(x: float) -> bytes:
@@ -132,7 +132,7 @@ def test_history_estimator_is_unchanged(jobs, windows):
 @pytest.mark.slow
 def test_history_estimator_is_unchanged_on_a_synthetic_day():
     """Thousands of jobs: pairs scored past the refresh schedule's first 16 jobs."""
-    from stratus.estimators import online_pass
+    from stratus.policy.estimators import online_pass
     from stratus.traces.synthetic import generate
 
     frame = generate("google", scale=0.05, hours=24, seed=3).frame

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 from stratus.base.resources import fits
-from stratus.compose import Plan
-from stratus.model import RUNNING
+from stratus.policy.compose import Plan
+from stratus.sim.model import RUNNING
 
 
 class ChaosScheduler:

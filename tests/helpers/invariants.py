@@ -204,7 +204,7 @@ def savings_plan_per_second(res, prices: PriceBook | None = None) -> dict[str, f
 
 
 def check_faults(res, progress, runtime, finish) -> None:
-    """The cloud's own faults (stratus.faults): a crashed instance is billed to its crash
+    """The cloud's own faults (stratus.sim.faults): a crashed instance is billed to its crash
     and no further, holds nothing after it, crashed only once it was up; the progress every
     task made is its runtime plus what crashes lost (when nothing else discards progress)."""
     a, faults = res.audit, res.summary.get("faults")

@@ -13,13 +13,13 @@ from contextlib import contextmanager
 
 import pytest
 
-from stratus.compose import Plan, first_fit
-from stratus.model import Task
 from stratus.packers.binpack import Binpack
 from stratus.packers.dot_product import DotIndex
 from stratus.packers.first_fit import FirstFit
+from stratus.policy.compose import Plan, first_fit
 from stratus.scalers.karpenter import KarpenterProvisioner
 from stratus.scalers.per_task import PerTaskScaler
+from stratus.sim.model import Task
 
 
 def scan_first_fit(view, plan: Plan, tasks: Sequence[Task]) -> list[Task]:

@@ -11,7 +11,7 @@ import math
 from hypothesis import strategies as st
 
 from stratus.app.registry import get_spec, scheduler_names
-from stratus.params import Param, declared
+from stratus.policy.params import Param, declared
 
 BOOL_WORDS = ["true", "false", "1", "0", "yes", "no", "on", "off", "True", "OFF"]
 JUNK = ["x", "maybe", "1,2", "[1]", "0x10"]  # no '&' or '=': those are the syntax

@@ -18,9 +18,10 @@ def make_trace(rows, name="t"):
 
 def replay_recorded(trace, scheduler, **conf):
     """(engine, result) of a replay that keeps the audit logs (``record=True``)."""
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.replays import engine
+    from stratus.sim.config import ReplayConfig
 
-    e = Engine(trace, scheduler, ReplayConfig(record=True, **conf))
+    e = engine(trace, scheduler, ReplayConfig(record=True, **conf))
     return e, e.run()
 
 

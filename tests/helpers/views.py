@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 from stratus.base.resources import to_units
-from stratus.model import READY, Instance, Task
 from stratus.pricing.catalog import M4
+from stratus.sim.model import READY, Instance, Task
+from stratus.sim.view import CONSTANT
 from stratus.testing import StaticView
-from stratus.view import CONSTANT
 
 
 class FakeView(StaticView):

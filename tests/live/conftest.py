@@ -40,9 +40,9 @@ def two_world_cfg(**kw):
     fixed 45-s spin-up (instances come up between ticks), and a migration rate of 2^29 bit/s (a transfer takes 1/64 s per MiB,
     memory requests are multiples of 64 MiB). Spot prices are constant (moto has none that
     move): 0.3 x on-demand."""
-    from stratus.engine import ReplayConfig
     from stratus.pricing.catalog import M4
     from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
+    from stratus.sim.engine import ReplayConfig
 
     book = PriceBook.on_demand(M4).with_series(
         {(t.name, SPOT): PriceSeries.constant(0.3 * t.ondemand_hourly) for t in M4},

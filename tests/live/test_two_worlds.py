@@ -12,8 +12,8 @@ pytestmark = pytest.mark.slow
 
 def engine_run(trace, name: str, **cfg):
     from stratus.app.registry import make_scheduler
-    from stratus.engine import Engine
     from stratus.live.loop import canonical
+    from stratus.sim.engine import Engine
 
     eng = Engine(trace, make_scheduler(name), two_world_cfg(**cfg))
     log: list[dict] = []
@@ -37,7 +37,7 @@ def live_run(trace, name: str, moto_url: str, kmock_url: str, **cfg):
 
 
 def history():
-    from stratus.history import HistoryEstimator
+    from stratus.policy.history import HistoryEstimator
 
     return HistoryEstimator()
 

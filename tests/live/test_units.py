@@ -90,7 +90,7 @@ def test_shadow_on_spot_needs_prices():
 
 def test_the_annotation_estimator():
     from stratus.live.mirror import AnnotationEstimator
-    from stratus.model import Task
+    from stratus.sim.model import Task
 
     est = AnnotationEstimator(100.0)
     tasks = [Task(0, 1, 0, 0.0, float("nan"), (1, 1), user_estimate=30.0),

@@ -25,7 +25,6 @@ import re
 from itertools import count
 
 from stratus.base.resources import request_units
-from stratus.engine import MIB_BITS
 from stratus.live.clock import moment
 from stratus.live.ec2 import CLUSTER_TAG
 from stratus.live.kube import (
@@ -40,6 +39,7 @@ from stratus.live.kube import (
     TASK_KEY,
     pod_of,
 )
+from stratus.sim.engine import MIB_BITS
 from tests.live.servers import PODS
 
 _RESTORE = re.compile(r"-m[0-9]+$")

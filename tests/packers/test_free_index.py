@@ -9,10 +9,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stratus.base.resources import fits
-from stratus.compose import Plan
-from stratus.model import READY, RELEASED, Task
 from stratus.packers.first_fit import FirstFit
 from stratus.packers.free_index import DEAD, FreeTree, LiveIndex
+from stratus.policy.compose import Plan
+from stratus.sim.model import READY, RELEASED, Task
 from tests.helpers.reference import scan_first_fit
 
 small = st.integers(0, 12)

@@ -13,12 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler
-from stratus.engine import Engine, ReplayConfig
-from stratus.estimators import NoisyEstimator
-from stratus.faults import Faults
-from stratus.history import HistoryEstimator
 from stratus.packers.binning import BinIndex, RuntimeBinPacker
+from stratus.policy.estimators import NoisyEstimator
+from stratus.policy.history import HistoryEstimator
+from stratus.replays import engine
 from stratus.scalers.clearing import InstanceClearing
+from stratus.sim.config import ReplayConfig
+from stratus.sim.faults import Faults
 from tests.helpers.strategies import configs, workloads
 
 pytestmark = pytest.mark.usefixtures("no_integer_bound")
@@ -91,7 +92,7 @@ def test_the_live_index_and_watched_clearing_equal_a_rebuild_at_every_tick(
         trace, conf, h, market, readjust, faults, reserved):
     sched = checked_stratus()
     est = None if h is None else NoisyEstimator(h, seed=conf["seed"])
-    res = Engine(trace, sched, ReplayConfig(market=market, readjust=readjust, faults=faults,
+    res = engine(trace, sched, ReplayConfig(market=market, readjust=readjust, faults=faults,
                                             reserved=reserved, estimator=est, **conf)).run()
     assert res.summary["tasks"] == len(trace.frame)
 
@@ -103,6 +104,6 @@ def test_the_live_index_is_used_and_checked_on_a_day():
 
     trace = generate("google", hours=6, scale=0.1, seed=3)
     sched = checked_stratus()
-    res = Engine(trace, sched, ReplayConfig(seed=3, estimator=HistoryEstimator())).run()
+    res = engine(trace, sched, ReplayConfig(seed=3, estimator=HistoryEstimator())).run()
     assert sched.packer.synced == sched.packer.ticks - 1 > 10
     assert res.summary["migrations"] > 0

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from stratus.app.registry import make_scheduler
-from stratus.engine import ReplayConfig, replay
 from stratus.pricing.catalog_files import builtin_names, load_catalog
 from stratus.pricing.synthetic_spot import synthetic_series
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
 from stratus.traces.alibaba_gpu import load
 from stratus.traces.schema import Trace
 from tests.helpers.paths import FIXTURES

@@ -182,12 +182,12 @@ def test_a_stale_document_fails():
         "tests/test_kernel.py", "stratus/sim/no_such.py"]
     assert missing_paths("its tests (tests/test_components.py)") == ["tests/test_components.py"]
     assert missing_paths("```\n│ Gate (no_such_gate.py) │\n```") == ["no_such_gate.py"]
-    assert missing_modules("`stratus.cloud.request_failed`, `stratus.no_such`") == [
-        "stratus.cloud.request_failed", "stratus.no_such"]
-    assert missing_modules("`stratus.packers.binning.BinIndex`, `stratus.compose.Plan`") == []
+    assert missing_modules("`stratus.sim.cloud.request_failed`, `stratus.no_such`") == [
+        "stratus.sim.cloud.request_failed", "stratus.no_such"]
+    assert missing_modules("`stratus.packers.binning.BinIndex`, `stratus.policy.compose.Plan`") == []
     assert missing_links("[x](no-such-page.md)") == ["no-such-page.md"]
-    table = "<!-- components -->\n| a | b | c |\n| - | - | - |\n| `Cloud` (`stratus/cloud.py`) | x | `request`, `request_failed` |\n<!-- /components -->"
-    assert missing_methods(table) == ["stratus/cloud.py: request_failed"]
+    table = "<!-- components -->\n| a | b | c |\n| - | - | - |\n| `Cloud` (`stratus/sim/cloud.py`) | x | `request`, `request_failed` |\n<!-- /components -->"
+    assert missing_methods(table) == ["stratus/sim/cloud.py: request_failed"]
 
     def table(names):
         rows = "".join(f"| `{k}` | x |\n" for k in names)

@@ -1,7 +1,7 @@
 """Declared contracts, checked on the source (issue 37, item 3): no part or view is probed
 with ``getattr``/``hasattr``, and no module reads another module's ``_private`` attribute.
 A part that needs something of a view or of another part asks for it by a declared name
-(``stratus.view.ClusterView``, the protocols in ``stratus.compose``)."""
+(``stratus.sim.view.ClusterView``, the protocols in ``stratus.policy.compose``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def probes(tree: ast.AST, rel: str) -> list[str]:
     """``hasattr(x, ...)``, ``getattr(x, name, default)`` and ``getattr(x, "literal")`` where
     ``x`` is a view or a part (in ``packers/`` and ``scalers/``, ``self`` is a part too).
     ``getattr(x, name)`` with a computed name and no default reads a declared attribute
-    (a parameter by its declared name, stratus.params): not a probe."""
+    (a parameter by its declared name, stratus.policy.params): not a probe."""
     names = set(VIEW_OR_PART)
     if rel.startswith(("packers/", "scalers/")):
         names.add("self")
@@ -147,7 +147,7 @@ def _parsed(which: str) -> list[tuple[str, ast.AST]]:
 @pytest.mark.slow  # parses ~30 modules: half a second to a second on a busy machine
 def test_no_part_or_view_is_probed_with_getattr():
     found = [hit for rel, tree in _parsed("probe") if rel not in NOT_PROBES for hit in probes(tree, rel)]
-    assert found == [], "declare it (stratus.view.ClusterView, stratus.compose) instead:\n" \
+    assert found == [], "declare it (stratus.sim.view.ClusterView, stratus.policy.compose) instead:\n" \
         + "\n".join(found)
 
 
@@ -189,8 +189,8 @@ def test_every_view_implements_the_cluster_view():
     offer every member of the protocol, with its arguments."""
     import inspect
 
+    from stratus.sim.view import ClusterView, EngineView
     from stratus.testing import StaticView
-    from stratus.view import ClusterView, EngineView
     from tests.helpers.views import FakeView
 
     declared = _members(ClusterView)
@@ -212,9 +212,9 @@ def test_two_parts_counting_the_same_name_both_show():
     """Karpenter's consolidation and instance clearing both count ``tasks_migrated``:
     chained, each count shows under its part's key; neither overwrites the other (they
     were merged flat with ``dict.update``)."""
-    from stratus.compose import ComposedScheduler
     from stratus.packers.binning import RuntimeBinPacker
     from stratus.packers.first_fit import FirstFit
+    from stratus.policy.compose import ComposedScheduler
     from stratus.scalers.chain import MigratorChain
     from stratus.scalers.clearing import InstanceClearing
     from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner

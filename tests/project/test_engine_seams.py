@@ -1,6 +1,6 @@
 """The engine's seams, read from the code (issue 37): no ``Engine`` subclass anywhere; no
 branch on a commitment (waiting gate, savings plan, reserved instances) in the engine core,
-whose add-ons come through ``stratus.hooks``; the live loop reads no private field of
+whose add-ons come through ``stratus.sim.hooks``; the live loop reads no private field of
 another module's objects."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from tests.helpers.paths import ROOT
 
 #: the engine core: the state machine, its driver, its parts and its extension point
-CORE = ("stratus/core.py", "stratus/engine.py", "stratus/apply.py", "stratus/taskbook.py",
-        "stratus/kernel.py", "stratus/accounting.py", "stratus/hooks.py",
-        "stratus/config.py", "stratus/result.py")
+CORE = ("stratus/sim/core.py", "stratus/sim/engine.py", "stratus/sim/apply.py", "stratus/sim/taskbook.py",
+        "stratus/sim/kernel.py", "stratus/sim/accounting.py", "stratus/sim/hooks.py",
+        "stratus/sim/config.py", "stratus/sim/result.py")
 #: names that mean a commitment; a branch whose test reads one is an add-on's business
 #: (``WAITING`` is a task's state, waiting for its instance: not the waiting policy)
 COMMITMENT = re.compile(r"(?i)waiting|gate|savings|plan\b|reserved|ran_on|exclusive|od_live")
@@ -100,7 +100,7 @@ def test_the_live_loop_reads_no_private_field_of_another_object(path):
 def test_the_live_mirror_does_not_import_the_replay_engine():
     tree = ast.parse((ROOT / "stratus/live/mirror.py").read_text())
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "stratus.engine" not in mods and "stratus.core" in mods
+    assert "stratus.sim.engine" not in mods and "stratus.sim.core" in mods
 
 
 # the checks find what they look for (each planted where the issue found it)

@@ -1,11 +1,16 @@
 """Layers, one way (docs/architecture.md): (0) the foundation every layer uses,
 stratus.base (errors, reports, resources, tempnames, bounds, inputs), which imports nothing of
-the project but itself (inputs raises errors' ConfigError); (1)
-stratus.pricing, stratus.traces; (2) the stratus core; (3) stratus.packers,
-stratus.scalers; (4) the application layer, stratus.app. A module imports only its own
-layer and the ones below; no import cycle joins any two modules, and none joins two
-packages (a package's modules taken together). Imports inside functions count (they
-run); those under ``if TYPE_CHECKING:`` do not (they never run)."""
+the project but itself (inputs raises errors' ConfigError); (1) stratus.pricing,
+stratus.traces; (2) the simulation core, stratus.sim; (3) what builds on the core's seams:
+the policy contracts and estimators (stratus.policy) and the commitments as add-ons
+(stratus.commitments); (4) the parts, stratus.packers and stratus.scalers; (5) what puts
+them together: a replay with its add-ons (stratus.replays), the other simulators
+(stratus.waiting, stratus.qos, stratus.sharing, stratus.fargate), the live driver
+(stratus.live) and the test kit (stratus.testing); (6) the application layer, stratus.app.
+A module imports only its own layer and the ones below; no import cycle joins any two
+modules, and none joins two packages (a package's modules taken together). Imports inside
+functions count (they run); those under ``if TYPE_CHECKING:`` do not (they never run).
+Every module of the project is in a layer: a new one must be placed here."""
 
 from __future__ import annotations
 
@@ -27,19 +32,23 @@ FOUNDATION = ("stratus.base", "stratus.base.errors", "stratus.base.reports",
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
 FACADES = ("stratus", "stratus.waiting", "stratus.sharing", "stratus.qos")
-LAYERS = {"stratus.pricing": 1, "stratus.traces": 1, "stratus.packers": 3,
-          "stratus.scalers": 3, "stratus.app": 4}
+LAYERS = {"stratus.pricing": 1, "stratus.traces": 1, "stratus.sim": 2, "stratus.policy": 3,
+          "stratus.commitments": 3, "stratus.packers": 4, "stratus.scalers": 4,
+          "stratus.replays": 5, "stratus.fargate": 5, "stratus.live": 5, "stratus.waiting": 5,
+          "stratus.qos": 5, "stratus.sharing": 5, "stratus.testing": 5, "stratus.app": 6}
+CORE = 2  # stratus.sim
+UNPLACED = 99
 
 
 def layer(module: str) -> int:
     if module in FOUNDATION:
         return 0
     if module in FACADES:
-        return 5
+        return 7
     for pkg, n in LAYERS.items():
         if module == pkg or module.startswith(pkg + "."):
             return n
-    return 2  # the core: stratus.*
+    return UNPLACED
 
 
 def _modules() -> dict[str, Path]:
@@ -185,7 +194,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_was_read():
     assert {"stratus.app.builtin", "stratus.packers.binning"} <= GRAPH["stratus.app.registry"] | \
         GRAPH["stratus.app.builtin"]
-    assert "stratus.compose" in GRAPH["stratus.packers.binning"]
+    assert "stratus.policy.compose" in GRAPH["stratus.packers.binning"]
 
 
 def test_no_import_cycle():
@@ -208,8 +217,9 @@ def test_the_foundation_imports_nothing_of_the_project_but_itself():
 
 
 #: the packages of the layout, each with its subpackages; any other stratus.* is the core
-UNITS = ("stratus.base", "stratus.pricing", "stratus.traces", "stratus.packers",
-         "stratus.scalers", "stratus.app", "stratus.waiting", "stratus.sharing", "stratus.qos")
+UNITS = ("stratus.base", "stratus.pricing", "stratus.traces", "stratus.sim", "stratus.policy",
+         "stratus.commitments", "stratus.packers", "stratus.scalers", "stratus.app",
+         "stratus.waiting", "stratus.sharing", "stratus.qos", "stratus.live")
 
 
 def package_of(module: str) -> str:
@@ -240,9 +250,9 @@ def test_no_package_level_cycle():
 def test_a_planted_package_level_cycle_is_found(monkeypatch):
     g = {m: set(ts) for m, ts in GRAPH.items()}
     # the foundation's old place: a core module that traces imports, importing traces back
-    g["stratus.traces.schema"].add("stratus.engine")
+    g["stratus.traces.schema"].add("stratus.sim.engine")
     cycles = _cycles(package_graph(g))
-    assert any({"stratus", "stratus.traces"} <= set(c) for c in cycles), cycles
+    assert any({"stratus.sim", "stratus.traces"} <= set(c) for c in cycles), cycles
 
 
 def test_a_planted_import_module_of_a_project_module_is_an_edge(tmp_path, monkeypatch):
@@ -251,32 +261,61 @@ def test_a_planted_import_module_of_a_project_module_is_an_edge(tmp_path, monkey
     f = tmp_path / "planted.py"
     f.write_text("import importlib\n\ndef f():\n"
                  "    return importlib.import_module('stratus.app.api')\n")
-    monkeypatch.setitem(MODULES, "stratus.planted", f)
-    found = _imports("stratus.planted")
+    monkeypatch.setitem(MODULES, "stratus.sim.planted", f)
+    found = _imports("stratus.sim.planted")
     assert found == {"stratus.app.api"}
-    assert layer("stratus.app.api") > layer("stratus.planted")
+    assert layer("stratus.app.api") > layer("stratus.sim.planted")
 
 
-def test_the_core_never_imports_the_application_layer_or_a_policy():
-    core = [m for m in GRAPH if layer(m) == 2]
-    bad = sorted((m, t) for m in core for t in GRAPH[m] if layer(t) > 2)
+def test_every_module_is_in_a_layer():
+    assert sorted(m for m in GRAPH if layer(m) == UNPLACED) == []
+
+
+def test_the_core_imports_nothing_above_base_pricing_and_traces():
+    """The simulation core (stratus.sim) knows no policy, commitment or application: they
+    reach it through its seams (issue 37)."""
+    core = [m for m in GRAPH if layer(m) == CORE]
+    assert len(core) > 15
+    below = ("stratus.base", "stratus.pricing", "stratus.traces", "stratus.sim")
+    bad = sorted((m, t) for m in core for t in GRAPH[m]
+                 if not any(t == b or t.startswith(b + ".") for b in below))
     assert bad == []
+
+
+def test_a_planted_upward_import_of_the_core_is_found(monkeypatch, tmp_path):
+    f = tmp_path / "planted.py"
+    f.write_text("from stratus.commitments.addons import addons_for\n")
+    monkeypatch.setitem(MODULES, "stratus.sim.planted", f)
+    found = _imports("stratus.sim.planted")
+    assert found == {"stratus.commitments.addons"}
+    assert layer("stratus.commitments.addons") > layer("stratus.sim.planted") == CORE
+
+
+def test_every_package_folder_is_installed():
+    """pyproject.toml names every package: a wheel holds only the packages it lists."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {m for m, path in MODULES.items() if path.name == "__init__.py"}
+    assert found - listed == set()
 
 
 @pytest.mark.parametrize("name", scheduler_names())
 def test_every_registered_scheduler_is_built_from_modules_in_their_layer(name):
-    """The parts of every registered composition are policies (layer 3) or core objects,
-    and the module that composes them is in the application layer (or a plug-in)."""
+    """The parts of every registered composition are parts (layer 4), policy objects or
+    core objects, and the module that composes them is in the application layer (or a
+    plug-in)."""
     spec = get_spec(name)
     home = spec.factory.__module__
-    assert home not in MODULES or layer(home) == 4, home
+    assert home not in MODULES or layer(home) == 6, home
     sched = spec.factory()
     for part in (getattr(sched, k, None) for k in ("packer", "scaler", "migrator")):
         if part is None:
             continue
         mod = type(part).__module__
-        assert mod in MODULES and layer(mod) in (2, 3), f"{name}: {mod}"
-        assert not any(layer(t) == 4 for t in GRAPH[mod])
+        assert mod in MODULES and layer(mod) in (2, 3, 4), f"{name}: {mod}"
+        assert not any(layer(t) > 4 for t in GRAPH[mod])
 
 
 def test_a_plugin_registers_through_the_entry_point_group(monkeypatch, tmp_path):
@@ -287,7 +326,7 @@ def test_a_plugin_registers_through_the_entry_point_group(monkeypatch, tmp_path)
 
     (tmp_path / "my_sched.py").write_text(
         "from stratus.app.schedulers import register\n"
-        "from stratus.compose import ComposedScheduler\n"
+        "from stratus.policy.compose import ComposedScheduler\n"
         "from stratus.scalers.task_per_instance import CheapestPerTask\n"
         "@register('mine', 'a plug-in')\n"
         "def mine():\n"

@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from stratus.compose import Plan
-from stratus.engine import ReplayConfig, replay
-from stratus.estimators import Estimator
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
+from stratus.sim.estimate import Estimator
 from tests.helpers.paths import ROOT
 from tests.helpers.trace import make_trace
 

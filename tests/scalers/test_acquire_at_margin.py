@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler, scheduler_names
 from stratus.commitments.savings import SavingsPlan, marginal_price
-from stratus.compose import Plan
+from stratus.policy.compose import Plan
 from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.testing import StaticView, task
 from tests.helpers.strategies import configs, workloads

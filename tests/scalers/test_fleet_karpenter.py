@@ -9,14 +9,14 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import get_spec, make_estimator, make_scheduler
 from stratus.base.resources import fits, to_units
-from stratus.compose import Plan
-from stratus.engine import Engine, ReplayConfig
-from stratus.model import READY, Instance, Task
 from stratus.packers.binpack import Binpack, BinpackIndex
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
 from stratus.scalers.karpenter import KarpenterConsolidation, KarpenterProvisioner
 from stratus.scalers.per_task import BestFit, Diversified, LowestPrice, PerTaskScaler
-from stratus.view import EngineView
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.model import READY, Instance, Task
+from stratus.sim.view import EngineView
 from tests.helpers import views
 from tests.helpers.invariants import check_invariants, comparable
 from tests.helpers.trace import make_trace

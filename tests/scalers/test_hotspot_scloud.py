@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import get_spec, make_scheduler
 from stratus.base.resources import to_units
-from stratus.compose import Plan
-from stratus.engine import Engine, ReplayConfig
 from stratus.packers.dot_product import DotProductPacker, dot_score
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import PriceBook, PriceSeries
 from stratus.scalers.hotspot_migration import PriceHopping, hop_gain
 from stratus.scalers.scloud import GreedyConstrainedScaler, constrained_dim, greedy_fill
+from stratus.sim.engine import Engine, ReplayConfig
 from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace
 from tests.helpers.views import FakeView, instance, task

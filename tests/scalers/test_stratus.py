@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_estimator, make_scheduler
 from stratus.base.resources import to_units
-from stratus.compose import Plan
-from stratus.engine import Engine, ReplayConfig
-from stratus.estimators import Estimator
 from stratus.packers.binning import BinIndex, RuntimeBinPacker, availability, bin_of
+from stratus.policy.compose import Plan
 from stratus.pricing.catalog import M4, Catalog, InstanceType
 from stratus.scalers.cost_efficiency import (
     CostEfficiencyScaler,
     best_group,
     normalized_used_constraining,
 )
+from stratus.sim.engine import Engine, ReplayConfig
+from stratus.sim.estimate import Estimator
 from tests.helpers.invariants import check_invariants
 from tests.helpers.trace import make_trace
 from tests.helpers.views import FakeView, instance, task

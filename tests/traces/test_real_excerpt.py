@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from stratus.app.registry import get_spec, make_estimator, make_scheduler, scheduler_names
-from stratus.engine import ReplayConfig, replay
 from stratus.pricing.catalog import M4
+from stratus.replays import replay
+from stratus.sim.engine import ReplayConfig
 from stratus.traces.describe import describe
 from stratus.traces.loaders import load_file
 from stratus.traces.schema import oversized_mask

@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.base.errors import ConfigError
-from stratus.commitments.addons import gate_of
+from stratus.commitments.addons import addons_for, gate_of
 from stratus.commitments.gate import parse_waiting
-from stratus.engine import Engine, ReplayConfig
 from stratus.pricing.catalog import M4
+from stratus.replays import engine
+from stratus.sim.config import ReplayConfig
 from stratus.waiting.bill import pool_prices
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 from tests.helpers.trace import make_trace
@@ -44,7 +45,7 @@ def _unified(trace, servers: int, waiting: str, scheduler: str = "task-per-insta
                        waiting=parse_waiting(waiting), record=record)
     from stratus.app.registry import make_scheduler
 
-    eng = Engine(trace, make_scheduler(scheduler), cfg)
+    eng = engine(trace, make_scheduler(scheduler), cfg)
     return eng, eng.run()
 
 
@@ -191,7 +192,7 @@ def _tick60(trace, waiting):
                        waiting=parse_waiting(waiting))
     from stratus.app.registry import make_scheduler
 
-    eng = Engine(trace, make_scheduler("stratus"), cfg)
+    eng = engine(trace, make_scheduler("stratus"), cfg)
     return eng, eng.run()
 
 
@@ -239,7 +240,7 @@ def test_bad_waiting_options_are_one_clear_error(text, what):
 
 def test_waiting_needs_reserved_instances():
     with pytest.raises(ConfigError, match="needs reserved"):
-        ReplayConfig(waiting=parse_waiting("njw")).validate()
+        addons_for(ReplayConfig(waiting=parse_waiting("njw")))
 
 
 def test_the_canonical_text_round_trips():

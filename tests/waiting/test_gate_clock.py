@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from stratus.app.registry import make_scheduler
 from stratus.commitments.gate import parse_waiting
-from stratus.engine import Engine, ReplayConfig
+from stratus.replays import engine
+from stratus.sim.config import ReplayConfig
 from tests.helpers.trace import make_trace
 
 # jobs of one to three tasks over an hour, at any second (off the 60-s grid)
@@ -32,7 +33,7 @@ def _trace(rows, cpu_scale: float):
 def _replay(trace, reserved, waiting, scheduler, market):
     cfg = ReplayConfig(tick_s=60.0, market=market, seed=5, reserved=reserved,
                        waiting=parse_waiting(waiting))
-    return Engine(trace, make_scheduler(scheduler), cfg).run()
+    return engine(trace, make_scheduler(scheduler), cfg).run()
 
 
 def _latencies(res):

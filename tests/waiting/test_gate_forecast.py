@@ -1,4 +1,4 @@
-"""SWW's forecast at the replay's reserved instances (stratus.gate_forecast, issue 35 item
+"""SWW's forecast at the replay's reserved instances (stratus.commitments.forecast, issue 35 item
 6): the incremental ``Forecast`` of an arrival instant gives every answer the reference
 simulation (``reference_wait``, one whole run per task) gives, as a burst of tasks joins
 the queue; and a replay under SWW decides and bills the same with either."""
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import stratus.commitments.gate as gate_mod
 from stratus.commitments.addons import gate_of
-from stratus.gate_forecast import Forecast, ReferenceForecast, reference_wait
+from stratus.commitments.forecast import Forecast, ReferenceForecast, reference_wait
 from tests.helpers.trace import make_trace
 
 T0 = 1000.0  # the instant asked about
@@ -198,7 +198,8 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
     decision and wait, and the summary (the bill) to the bit, wall time aside."""
     from stratus.app.registry import make_estimator, make_scheduler
     from stratus.commitments.gate import parse_waiting
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.replays import engine
+    from stratus.sim.config import ReplayConfig
 
     trace = _bursts(rows)
 
@@ -208,7 +209,7 @@ def test_a_replay_decides_and_bills_the_same_with_either_forecast(rows, waiting,
                            waiting=parse_waiting(waiting),
                            estimator=make_estimator(estimator, seed=3))
         with mock.patch.object(gate_mod, "Forecast", forecast):
-            eng = Engine(trace, make_scheduler("stratus"), cfg)
+            eng = engine(trace, make_scheduler("stratus"), cfg)
             res = eng.run()
         s = dict(res.summary)
         s.pop("wall_seconds")
@@ -223,7 +224,8 @@ def test_a_burst_is_answered_from_one_simulation():
     not one per task; and every task goes where the reference forecast sends it."""
     from stratus.app.registry import make_scheduler
     from stratus.commitments.gate import parse_waiting
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.replays import engine
+    from stratus.sim.config import ReplayConfig
 
     rows = [(0, i, 0, 3600, 1.0, 1.0) for i in range(8)]  # fill the 8 cores for an hour
     rows += [(1, i, 60, 300 + 7 * i, 1.0, 1.0) for i in range(200)]
@@ -244,7 +246,7 @@ def test_a_burst_is_answered_from_one_simulation():
                            reserved=(("m4.2xlarge", 1),), reserved_discount=0.6,
                            waiting=parse_waiting("sww:b=4000,share=off"))
         with mock.patch.object(gate_mod, "Forecast", forecast):
-            eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
+            eng = engine(trace, make_scheduler("task-per-instance"), cfg)
             eng.run()
         return list(gate_of(eng).cloud_of), list(gate_of(eng).wait)
 
@@ -260,7 +262,8 @@ def test_sww_predicts_the_wait_on_the_replays_clock():
     it waits, and waits exactly what it was told."""
     from stratus.app.registry import make_scheduler
     from stratus.commitments.gate import parse_waiting
-    from stratus.engine import Engine, ReplayConfig
+    from stratus.replays import engine
+    from stratus.sim.config import ReplayConfig
 
     trace = make_trace([(0, 0, 0, 100, 8.0, 8.0), (1, 0, 10, 600, 8.0, 8.0)])
 
@@ -268,7 +271,7 @@ def test_sww_predicts_the_wait_on_the_replays_clock():
         cfg = ReplayConfig(tick_s=60.0, spinup_s=(0.0, 0.0), market="on-demand",
                            reserved=(("m4.2xlarge", 1),), reserved_discount=0.6,
                            waiting=parse_waiting(waiting))
-        eng = Engine(trace, make_scheduler("task-per-instance"), cfg)
+        eng = engine(trace, make_scheduler("task-per-instance"), cfg)
         eng.run()
         return list(gate_of(eng).cloud_of), list(gate_of(eng).wait)
 

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.app.cli import main
-from stratus.engine import SPOT_WARNING_S
 from stratus.pricing.catalog import M4
 from stratus.pricing.prices import SPOT, PriceBook, PriceSeries
+from stratus.sim.engine import SPOT_WARNING_S
 from stratus.waiting.bill import smallest_vm_costs
 from stratus.waiting.pool import PoolSpec, WaitingPolicy, simulate, summarize
 from stratus.waiting.spot import SpotSpeculation, speculation_bill

@@ -75,7 +75,7 @@ def add_output_flags(p: argparse.ArgumentParser, progress: bool = False,
 
 
 def progress_wanted(args) -> bool:
-    from stratus.progress import ProgressBar
+    from stratus.app.progress import ProgressBar
 
     return not args.no_progress and ProgressBar.wanted()
 

@@ -49,7 +49,7 @@ def cmd_schedulers(args) -> int:
 
 def _schedulers_text(docs: list[dict]) -> str:
     from stratus.app.report import table
-    from stratus.params import canonical, text
+    from stratus.policy.params import canonical, text
 
     by = {d["name"]: d for d in docs}
 

@@ -207,7 +207,7 @@ def _spinup(v):
 
 
 def _footprint(v):
-    from stratus.footprint import footprint_name
+    from stratus.sim.footprint import footprint_name
 
     return footprint_name(str(v))
 
@@ -215,7 +215,7 @@ def _footprint(v):
 def _faults(v):
     if v is None:
         return None
-    from stratus.faults import parse_faults
+    from stratus.sim.faults import parse_faults
 
     parse_faults(str(v))
     return str(v)

@@ -210,8 +210,8 @@ class WaitingSpec(PoolOptions, SpotPrices):
         if self.speculate_market == "spot":
             if self.policy != "ljw-spec":
                 raise ConfigError("--speculate-market spot is for --policy ljw-spec")
-            from stratus.markets import spot_book
             from stratus.pricing.catalog_files import get_catalog
+            from stratus.sim.markets import spot_book
 
             try:
                 spot_book(get_catalog(self.catalog), self.spot_prices, self.spot_zone,

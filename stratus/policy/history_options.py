@@ -25,9 +25,9 @@ from __future__ import annotations
 from itertools import islice
 
 from stratus.base.errors import ConfigError
-from stratus.history import _KEYS, STATISTICS, HistoryEstimator
-from stratus.model import Task
-from stratus.windows import Window
+from stratus.policy.history import _KEYS, STATISTICS, HistoryEstimator
+from stratus.policy.windows import Window
+from stratus.sim.model import Task
 
 OPTIONS = ("censored", "cold", "requested")
 #: running jobs a group or the cluster-wide fallback looks at (the most recent)

@@ -1,6 +1,6 @@
 """An integer lower bound on the cost of a replay: whole instances, per scheduling slot.
 
-The fluid bound (stratus.metrics) lets any fraction of an instance be rented. This one
+The fluid bound (stratus.sim.metrics) lets any fraction of an instance be rented. This one
 rents whole instances: time is cut into slots of the tick length, and in every slot the
 load that *every* instant of the slot (where anything runs) must hold is covered by an
 integer number of instances of the replay's types, each at its cheapest price in the slot

@@ -12,8 +12,8 @@ import numpy as np
 
 from stratus.base.errors import StratusError
 from stratus.base.resources import request_units
-from stratus.model import DONE, PENDING, Instance, Task
 from stratus.pricing.catalog import Catalog
+from stratus.sim.model import DONE, PENDING, Instance, Task
 from stratus.traces.schema import Trace, fit_to_catalog, gpu_requests
 
 

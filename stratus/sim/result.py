@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from stratus.base.resources import ALL_DIMS, DIMS
-from stratus.footprint import footprint_name
-from stratus.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
+from stratus.sim.footprint import footprint_name
+from stratus.sim.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 from stratus.traces.schema import source_ids
 
 if TYPE_CHECKING:
-    from stratus.accounting import Snapshot
+    from stratus.sim.accounting import Snapshot
 
 
 def rounded(x: float, nd: int | None = None) -> float | None:
@@ -34,7 +34,7 @@ _r = rounded
 @dataclass
 class Bill:
     """A replay's bill as the result builds it from the ledger, for add-ons to amend
-    (``stratus.hooks.AddOn.bill``): ``total`` and ``by_market`` (dollars), the prices and
+    (``stratus.sim.hooks.AddOn.bill``): ``total`` and ``by_market`` (dollars), the prices and
     markets the lower bounds may rent (``bound_prices``, ``bound_markets``; the run's by
     default), functions each bound goes through (``bounds``), and summary keys to add
     (``keys``, after ``faults``). ``start``, ``end``: the replay's first tick and end."""
@@ -98,8 +98,8 @@ class ReplayResult:
     @classmethod
     def build(cls, e, wall_seconds: float) -> ReplayResult:
         """The result of a finished replay, from the public state of its components:
-        ``e.work`` and ``e.book`` (stratus.taskbook), ``e.cloud`` (stratus.cloud),
-        ``e.acct`` (stratus.accounting, through its snapshot), and the run's ``cfg``,
+        ``e.work`` and ``e.book`` (stratus.sim.taskbook), ``e.cloud`` (stratus.sim.cloud),
+        ``e.acct`` (stratus.sim.accounting, through its snapshot), and the run's ``cfg``,
         ``trace``, ``scheduler``, ``estimator`` and end time ``now``."""
         work, book, cloud, acct = e.work, e.book, e.cloud, e.acct
         acc = acct.snapshot()
@@ -257,7 +257,7 @@ def usage_by_family(instances: pd.DataFrame, catalog) -> dict:
 
 
 def fault_summary(cloud, acc: Snapshot) -> dict:
-    """What the cloud's own faults (stratus.faults) did to a replay: crashes and the work
+    """What the cloud's own faults (stratus.sim.faults) did to a replay: crashes and the work
     they lost (docs/decisions.md defines lost_usd), and requests that could not be filled:
     all of them (ice_failures), and those that started a shortage (ice_shortages; the rest
     asked for a type already short)."""
@@ -284,9 +284,9 @@ def _count(names) -> dict[str, int]:
 
 def integer_bound(starts, ends, reqs, prices, catalog, markets, slot_s, rho_t, rho,
                   stats: dict | None = None) -> tuple[float | None, str | None]:
-    """The integer lower bound (stratus.intbound), or None and why: OR-Tools is an optional
+    """The integer lower bound (stratus.sim.intbound), or None and why: OR-Tools is an optional
     extra, and a replay must not fail for want of it."""
-    from stratus.intbound import integer_lower_bound, ortools_missing
+    from stratus.sim.intbound import integer_lower_bound, ortools_missing
 
     why = ortools_missing()
     if why:

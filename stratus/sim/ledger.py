@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from stratus.model import Instance
+from stratus.sim.model import Instance
 
 
 class Ledger:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stratus.model import Instance, Task
 from stratus.pricing.catalog import InstanceType
+from stratus.sim.model import Instance, Task
 
 
 @dataclass(slots=True)

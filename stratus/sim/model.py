@@ -84,7 +84,7 @@ class Instance:
         self.cost = 0.0
         self._tasks: dict[int, Task] = {}
         self.tasks = MappingProxyType(self._tasks)
-        # allocated resource-time accounting (stratus.accounting's, engine-owned):
+        # allocated resource-time accounting (stratus.sim.accounting's, engine-owned):
         # integral of (capacity - free) while ready
         self.used_since = 0.0
         self.used_integral = [0.0] * len(itype.capacity)

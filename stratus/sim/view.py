@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from stratus.cloud import Cloud
-from stratus.commitments.savings import SavingsPlan
-from stratus.commitments.savings import marginal_price as _marginal
-from stratus.estimators import remaining_estimate
-from stratus.model import RUNNING, Instance, Task
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT
-from stratus.taskbook import TaskBook
+from stratus.sim.cloud import Cloud
+from stratus.sim.estimate import remaining_estimate
+from stratus.sim.model import RUNNING, Instance, Task
+from stratus.sim.taskbook import TaskBook
+
+if TYPE_CHECKING:  # a savings plan is an add-on's (stratus.commitments), held in the config
+    from stratus.commitments.savings import SavingsPlan
 
 #: the kinds of ``ClusterView.instance_forms``
 FALLING, RISING, CONSTANT = 0, 1, 2
@@ -312,7 +313,7 @@ class EngineView:
         plan = self._cfg.savings_plan
         if plan is None or (market or self._cfg.market) != ON_DEMAND:
             return p
-        return _marginal(p, self.savings_headroom(), plan.discount)
+        return plan.marginal(p, self._cloud.od_rate())
 
     def bid(self, itype: InstanceType) -> float:
         """The default spot bid: the type's on-demand price (Stratus §3.3)."""
@@ -331,11 +332,11 @@ class EngineView:
         return [t for t in catalog
                 if cp[(t.name, SPOT)] <= cloud.default_bid(t) and t.name not in short]
 
-    # --- the cloud's own faults (stratus.faults) -------------------------------------------
+    # --- the cloud's own faults (stratus.sim.faults) -------------------------------------------
     def unavailable_types(self) -> frozenset[str]:
         """Names of the types known to be short of capacity now: a request for one was
         refused less than the ice-window ago, so a request for it now would be refused too
-        (the refusal is known when the request is made, stratus.faults)."""
+        (the refusal is known when the request is made, stratus.sim.faults)."""
         known = self._cloud.known_unavailable
         if not known:
             return frozenset()

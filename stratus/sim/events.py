@@ -1,13 +1,13 @@
 """The replay's event kinds, numbered in their processing order at equal timestamps:
 price change, task finish, migration done, revocation, crash (an instance lost to the
-cloud's own fault, stratus.faults), instance ready; under a waiting policy
+cloud's own fault, stratus.sim.faults), instance ready; under a waiting policy
 (stratus.commitments.gate) an AJW-T timer running out (the task leaves at the tick at or
 after it, ``ReservedGate.due``); scheduling tick. A crash is thus seen by a tick at the
 same instant, a task that finishes at a tick frees its room for that tick, and a timer
 that runs out at a tick is seen by it. Arrivals and the reserved queue's turn are no
 events: both happen at ticks (the engine's one clock). A request refused for
 insufficient capacity is no event: the refusal is the request's answer
-(stratus.faults)."""
+(stratus.sim.faults)."""
 
 (EV_PRICE, EV_FINISH, EV_MIGRATED, EV_REVOKE, EV_CRASH, EV_READY, EV_DEPART,
  EV_TICK) = range(8)

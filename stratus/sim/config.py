@@ -1,7 +1,7 @@
 """A replay's configuration (``ReplayConfig``) and its one resolution (``resolve``).
 
 ``resolve`` is the one way a configuration becomes the run's own: the replay engine
-(stratus.engine), the live mirror (stratus.live.mirror) and the Fargate model
+(stratus.sim.engine), the live mirror (stratus.live.mirror) and the Fargate model
 (stratus.fargate) all call it, so they fill in and refuse alike.
 """
 
@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from stratus.base.bounds import MAX_HOURS, MAX_SPINUP_S, MAX_TICK_S
 from stratus.base.errors import ConfigError
-from stratus.commitments.check import check_commitments
-from stratus.commitments.gate import Waiting
-from stratus.commitments.savings import SavingsPlan
-from stratus.estimators import Estimator, OracleEstimator
-from stratus.faults import Faults
-from stratus.footprint import DEFAULT as DEFAULT_FOOTPRINT
-from stratus.footprint import footprint_fraction
 from stratus.pricing.catalog import M4, Catalog
 from stratus.pricing.prices import SPOT, PriceBook
+from stratus.sim.estimate import Estimator, OracleEstimator
+from stratus.sim.faults import Faults
+from stratus.sim.footprint import DEFAULT as DEFAULT_FOOTPRINT
+from stratus.sim.footprint import footprint_fraction
+
+if TYPE_CHECKING:  # the commitments' types: stratus.commitments builds on the core
+    from stratus.commitments.gate import Waiting
+    from stratus.commitments.savings import SavingsPlan
+
+#: a config field that only an add-on acts on (``AddOn.claims``); the core refuses a run
+#: where such a field is set and no add-on of the run claims it, so it is never ignored
+ADDON = {"addon": True}
 
 
 @dataclass
@@ -48,22 +54,22 @@ class ReplayConfig:
     # stall guard: ticks in a row with no task finishing and none running without loss
     max_idle_ticks: int = 100_000
     max_hours: float | None = None  # guard: stop this many simulated hours after the start
-    faults: Faults | None = None  # the cloud's own faults (stratus.faults); None: none
+    faults: Faults | None = None  # the cloud's own faults (stratus.sim.faults); None: none
     max_restarts: int = 100  # crash-loop guard: stop when a hopeless task lost this many runs
     anti_affinity: bool = True  # honour the trace's anti_affinity column (docs/decisions.md)
     # reserved instances (stratus.commitments.reserved): ((type name, count), ...), ready from the first
     # tick to the end, billed for that whole horizon; parse_reserved reads TYPE:COUNT,...
-    reserved: tuple[tuple[str, int], ...] = ()
+    reserved: tuple[tuple[str, int], ...] = field(default=(), metadata=ADDON)
     # their rate: (1 - D) x on-demand; None: the catalog's reserved rate, else 0.4 x on-demand
     reserved_discount: float | None = None
     # a waiting policy at the door of the reserved instances (stratus.commitments.gate.Waiting;
     # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
-    waiting: Waiting | None = None
+    waiting: Waiting | None = field(default=None, metadata=ADDON)
     # a savings plan (stratus.commitments.savings): C $/hour committed from the first tick to the end,
     # discounting on-demand usage up to it; on-demand joins the allowed markets
-    savings_plan: SavingsPlan | None = None
+    savings_plan: SavingsPlan | None = field(default=None, metadata=ADDON)
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
-    # one, when the replay ends, however it ends (stratus.progress.ProgressBar)
+    # one, when the replay ends, however it ends (stratus.app.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)
 
     def validate(self) -> None:
@@ -87,10 +93,10 @@ class ReplayConfig:
         if self.faults is not None:
             if not isinstance(self.faults, Faults):
                 raise ConfigError(f"ReplayConfig.faults takes a Faults object, got "
-                                  f"{self.faults!r} (stratus.faults.parse_faults reads a spec)")
+                                  f"{self.faults!r} (stratus.sim.faults.parse_faults reads a spec)")
             self.faults.validate()
-        # the commitments' own fields (reserved, waiting, savings_plan): their package checks
-        check_commitments(self)
+        # the add-ons' own fields (reserved, waiting, savings_plan) are checked by the
+        # add-ons (stratus.commitments.addons.addons_for); ``resolve`` refuses them unclaimed
 
 
 def resolve(cfg: ReplayConfig, addons=(), default_estimator: Callable[[], Estimator]
@@ -101,12 +107,20 @@ def resolve(cfg: ReplayConfig, addons=(), default_estimator: Callable[[], Estima
     and an estimator (``default_estimator()`` when none; an online learner copied, so
     the caller's learns nothing from this run, unless not ``copy_learner``: the live
     loop's mirrors learn on one). ``cfg`` itself is never written.
-    Refuses, with one ConfigError line, a default market outside the allowed ones and an
+    Refuses, with one ConfigError line, an add-on's field (``ADDON``) that no add-on of
+    the run claims (``AddOn.claims``), a default market outside the allowed ones and an
     allowed market without prices for every type of the catalog."""
     cfg.validate()
+    claimed = {name for addon in addons for name in addon.claims}
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.metadata.get("addon") and value not in (None, ()) and f.name not in claimed:
+            raise ConfigError(f"ReplayConfig.{f.name} is set, and no add-on of this run acts "
+                              f"on it (build the run with its add-ons: "
+                              f"stratus.replays.engine, or stratus.commitments.addons_for)")
     cfg = replace(cfg)
     if cfg.prices is None:
-        from stratus.markets import configure_market
+        from stratus.sim.markets import configure_market
 
         configure_market(cfg, cfg.market)
     if cfg.prices.catalog is not cfg.catalog:

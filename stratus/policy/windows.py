@@ -50,7 +50,7 @@ class Window:
 
     def __deepcopy__(self, memo: dict) -> Window:
         """Numbers only: new containers, the same floats. An online estimator holds
-        thousands of windows and is copied for every replay (stratus.engine); the generic
+        thousands of windows and is copied for every replay (stratus.sim.engine); the generic
         deepcopy of a slotted object is several times slower."""
         new = object.__new__(type(self))
         memo[id(self)] = new

@@ -4,7 +4,9 @@
 The engine calls ``bind(trace)`` once before a replay, ``predict(tasks)`` for each batch
 of newly arrived tasks, and ``observe(tasks)`` when a job completes (online learners
 only). Predictions are total runtimes in seconds; what remains of a running task is
-derived in the cluster view (see ``remaining_estimate``).
+derived in the cluster view (see ``remaining_estimate``). The contract (``Estimator``),
+perfect knowledge (``OracleEstimator``, the default) and ``remaining_estimate`` are the
+core's (``stratus.sim.estimate``): the engine calls them; the learners live here.
 
 An online learner (``learns_online``) is deep-copied by the engine at the start of each
 replay: it learns on the copy, and the caller's object keeps what it had, a warm-up
@@ -19,39 +21,9 @@ from itertools import repeat
 import numpy as np
 
 from stratus.base.errors import ConfigError
-from stratus.gcpause import rare_gc
-from stratus.model import Task
-
-MIN_ESTIMATE_S = 1.0  # an estimate of zero would put a task in no runtime bin
-
-
-class Estimator:
-    """Base class. Subclasses override ``predict`` and, if they learn, ``observe``."""
-
-    name = "estimator"
-    learns_online = False
-
-    def bind(self, trace) -> None:
-        """Called once with the trace about to be replayed (before any prediction)."""
-
-    def fit(self, history) -> Estimator:
-        """Train on a past trace; the default estimators need no training."""
-        return self
-
-    def predict(self, tasks: Sequence[Task]) -> list[float]:
-        raise NotImplementedError
-
-    def observe(self, tasks: Sequence[Task], now: float) -> None:
-        """A job whose tasks are ``tasks`` just completed at ``now``."""
-
-
-class OracleEstimator(Estimator):
-    """Perfect knowledge: the true runtime (Stratus §5.4.1)."""
-
-    name = "oracle"
-
-    def predict(self, tasks: Sequence[Task]) -> list[float]:
-        return [max(t.runtime, MIN_ESTIMATE_S) for t in tasks]
+from stratus.sim.estimate import MIN_ESTIMATE_S, Estimator
+from stratus.sim.gcpause import rare_gc
+from stratus.sim.model import Task
 
 
 class NoisyEstimator(Estimator):
@@ -195,14 +167,3 @@ def error_distribution(pairs) -> dict:
         "median_abs_log_ratio": round(float(np.median(ratio)), 4),
         "under_estimates": round(float(np.mean(rel < 0)), 4),
     }
-
-
-def remaining_estimate(estimate: float, elapsed: float, readjust: bool = True) -> float:
-    """Estimated seconds left for a task predicted to run ``estimate`` s that has run
-    ``elapsed`` s. With ``readjust``, a task that has outlived its estimate is assumed
-    half done, i.e. it needs as long again as it has run (Stratus §3.4, heuristic 1,
-    after Harchol-Balter and Downey)."""
-    left = estimate - elapsed
-    if left > 0:
-        return left
-    return elapsed if readjust else 0.0

@@ -1,6 +1,6 @@
 """The simulation kernel: a clock, one heap of events and a table from event kind to
 handler. Modelled on SimPy's ``Environment`` (``now``, ``schedule``, ``run``); it knows
-nothing of tasks, instances or money. ``stratus.engine`` registers the handlers.
+nothing of tasks, instances or money. ``stratus.sim.engine`` registers the handlers.
 
 An event is ``(time, kind, sequence, a, b)``. The heap orders events by time, then by
 kind (the kinds' numbers are their processing order at equal times), then by the order

@@ -10,13 +10,13 @@ from itertools import count
 
 import numpy as np
 
-from stratus.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE
-from stratus.faults import Faults
-from stratus.kernel import Kernel
-from stratus.ledger import Ledger
-from stratus.model import READY, RELEASED, Instance
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, RESERVED, SPOT, PriceBook
+from stratus.sim.events import EV_CRASH, EV_PRICE, EV_READY, EV_REVOKE
+from stratus.sim.faults import Faults
+from stratus.sim.kernel import Kernel
+from stratus.sim.ledger import Ledger
+from stratus.sim.model import READY, RELEASED, Instance
 
 SPOT_WARNING_S = 120.0  # AWS two-minute interruption notice
 
@@ -61,10 +61,10 @@ class Cloud:
         self.ice_shortages = 0  # of which fresh: those that started a shortage
         self.failed_requests: list[tuple[float, str, str]] = []  # (at, type, market)
         # type -> when its shortage ends: requests for it fail until then, and the policies
-        # know it (the refusal is the answer to a request, stratus.faults)
+        # know it (the refusal is the answer to a request, stratus.sim.faults)
         self.known_unavailable: dict[str, float] = {}
         # (type, market) -> (time, refused) of its last launch call: a tick's requests for a
-        # type in a market are one call, answered once (stratus.faults)
+        # type in a market are one call, answered once (stratus.sim.faults)
         self._calls: dict[tuple[str, str], tuple[float, bool]] = {}
 
     # --- prices ----------------------------------------------------------------------------
@@ -112,7 +112,7 @@ class Cloud:
     def request(self, itype: InstanceType, market: str, bid: float | None, keep: bool,
                 t: float) -> Instance | None:
         """A new instance, requested at ``t``, ready after a spin-up delay; or None when the
-        provider refuses it for insufficient capacity (stratus.faults): the refusal is the
+        provider refuses it for insufficient capacity (stratus.sim.faults): the refusal is the
         request's answer, as EC2's, so nothing is created, billed or drawn from the spin-up
         stream. A spot bid below the current price is revoked two minutes on."""
         if self.faults is not None and self._ice_fails(itype.name, market, t):
@@ -209,7 +209,7 @@ class Cloud:
         if self.released is not None:  # the audit checks every instance object
             self.released.append(inst)
 
-    # --- faults (stratus.faults) ---------------------------------------------------------
+    # --- faults (stratus.sim.faults) ---------------------------------------------------------
     def _ice_fails(self, name: str, market: str, t: float) -> bool:
         """Whether the provider refuses a request for type ``name`` in ``market`` made at
         ``t`` for insufficient capacity. The requests of one instant for one type and market

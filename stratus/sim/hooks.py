@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from stratus.base.errors import ConfigError
 
 if TYPE_CHECKING:
-    from stratus.model import Instance, Task
+    from stratus.sim.model import Instance, Task
 
 #: every hook, in the order of a replay's life
 HOOKS = ("configure", "attach", "open", "admit", "held", "freed", "started", "moving",
@@ -24,10 +24,13 @@ HOOKS = ("configure", "attach", "open", "admit", "held", "freed", "started", "mo
 
 class AddOn:
     """Base of an add-on: every hook does nothing. The core never calls a hook an add-on
-    leaves as it is here."""
+    leaves as it is here. ``claims``: the config fields the add-on acts on (those marked
+    ``ADDON`` in stratus.sim.config); a run refuses such a field that no add-on claims."""
+
+    claims: tuple[str, ...] = ()
 
     def configure(self, cfg) -> None:
-        """At resolution (``stratus.config.resolve``): adjust the run's own copy of the
+        """At resolution (``stratus.sim.config.resolve``): adjust the run's own copy of the
         config, e.g. add price series (``cfg.prices``) or allowed markets
         (``cfg.markets``, a tuple by then). The checks of the resolved config follow."""
 
@@ -62,7 +65,7 @@ class AddOn:
         """``inst`` was released and billed."""
 
     def bill(self, bill) -> None:
-        """The replay's bill as the result builds it (``stratus.result.Bill``): amend its
+        """The replay's bill as the result builds it (``stratus.sim.result.Bill``): amend its
         total and costs by market, the prices the lower bounds may rent, the bounds
         (``bill.bounds``), and add summary keys (``bill.keys``)."""
 
@@ -79,7 +82,7 @@ class Hooks:
     def __init__(self, addons) -> None:
         for a in addons:
             if not isinstance(a, AddOn):
-                raise ConfigError(f"an add-on must be a stratus.hooks.AddOn, got {a!r}")
+                raise ConfigError(f"an add-on must be a stratus.sim.hooks.AddOn, got {a!r}")
         for name in HOOKS:
             base = getattr(AddOn, name)
             setattr(self, name, tuple(getattr(a, name) for a in addons

@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from stratus.model import READY, Instance
+from stratus.sim.model import READY, Instance
 
 
 @dataclass(frozen=True)

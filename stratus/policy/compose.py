@@ -15,11 +15,11 @@ import numpy as np
 
 from stratus.base.errors import DecisionError
 from stratus.base.resources import Vec, fits
-from stratus.decisions import Acquire, Decisions, Migrate, Place
-from stratus.model import Instance, Task
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
-from stratus.view import ClusterView
+from stratus.sim.decisions import Acquire, Decisions, Migrate, Place
+from stratus.sim.model import Instance, Task
+from stratus.sim.view import ClusterView
 
 
 class Plan:
@@ -269,7 +269,7 @@ class Scheduler(Protocol):
 
 class Packer(Protocol):
     """One extension point of a composed scheduler. Its parameters are declared in
-    ``PARAMS`` (``stratus.params.Declares``; a plug-in that declares none has those its
+    ``PARAMS`` (``stratus.policy.params.Declares``; a plug-in that declares none has those its
     signature shows). Optional hooks, each a protocol of its own below: ``Resets``,
     ``Starts``, ``Reports``; a migrator may add ``Quiets``."""
 
@@ -508,7 +508,7 @@ class ComposedScheduler:
 
     def get_params(self) -> dict:
         """Every part's parameters as ``KEY.NAME``: value (sklearn's get_params)."""
-        from stratus.params import part_params
+        from stratus.policy.params import part_params
 
         return {f"{k}.{n}": v for k, p in self.parts().items()
                 for n, v in part_params(p).items()}
@@ -516,7 +516,7 @@ class ComposedScheduler:
     def set_params(self, **params) -> ComposedScheduler:
         """Set ``KEY.NAME`` parameters (values as text or typed), each checked first."""
         from stratus.base.errors import ConfigError
-        from stratus.params import set_part_params
+        from stratus.policy.params import set_part_params
 
         parts = self.parts()
         by_part: dict[str, dict] = {}

@@ -2,15 +2,15 @@
 
 A ``Core`` is built from its parts and owns nothing of time but the clock it is given:
 
-- ``kernel``: the clock (``now``), and ``schedule``/``stop`` (``stratus.kernel.Kernel``
+- ``kernel``: the clock (``now``), and ``schedule``/``stop`` (``stratus.sim.kernel.Kernel``
   in a replay; in the live loop a clock that drops what is scheduled, stratus.live);
-- ``work``: the tasks as the trace gives them (``stratus.taskbook.Workload``, or the live
+- ``work``: the tasks as the trace gives them (``stratus.sim.taskbook.Workload``, or the live
   loop's growing one), and ``book`` (``TaskBook``) their states;
-- ``cloud``: instances, markets, prices, billing (``stratus.cloud.Cloud``);
-- ``acct``: the idle breakdown, run segments and audit logs (``stratus.accounting``);
-- ``applier``: a policy's decisions checked, then carried out (``stratus.apply``);
-- ``view``: what a policy sees (``stratus.view.ClusterView``);
-- ``addons``: the add-ons (``stratus.hooks.AddOn``), called at their hooks.
+- ``cloud``: instances, markets, prices, billing (``stratus.sim.cloud.Cloud``);
+- ``acct``: the idle breakdown, run segments and audit logs (``stratus.sim.accounting``);
+- ``applier``: a policy's decisions checked, then carried out (``stratus.sim.apply``);
+- ``view``: what a policy sees (``stratus.sim.view.ClusterView``);
+- ``addons``: the add-ons (``stratus.sim.hooks.AddOn``), called at their hooks.
 
 Its transitions are public and named for what they do. The event ones take the kernel's
 handler arguments ``(a, b, t)``: ``finish(tid, epoch, t)``, ``migrated(tid, epoch, t)``,
@@ -18,7 +18,7 @@ handler arguments ``(a, b, t)``: ``finish(tid, epoch, t)``, ``migrated(tid, epoc
 ``hold``, ``unhold``, ``start``, ``stop_progress``, ``begin_transfer``,
 ``abort_transfer``, ``send_back``, ``evict``, ``release``, ``maybe_release``,
 ``refused``, and ``decide`` (one decision of the policy). The replay's driver
-(stratus.engine.Engine) adds the event heap's ticks and guards; the live mirror
+(stratus.sim.engine.Engine) adds the event heap's ticks and guards; the live mirror
 (stratus.live.mirror) holds a core and calls its transitions when the world reports.
 
 Every instance is billed from request to release at its prevailing price, per second
@@ -32,14 +32,14 @@ import math
 from collections.abc import Callable
 from operator import add, sub
 
-from stratus.accounting import Accounting
-from stratus.apply import DecisionApplier
 from stratus.base.errors import StratusError
-from stratus.decisions import Decisions
-from stratus.events import EV_FINISH, EV_MIGRATED
-from stratus.footprint import footprint_fraction
-from stratus.hooks import Hooks
-from stratus.model import (
+from stratus.sim.accounting import Accounting
+from stratus.sim.apply import DecisionApplier
+from stratus.sim.decisions import Decisions
+from stratus.sim.events import EV_FINISH, EV_MIGRATED
+from stratus.sim.footprint import footprint_fraction
+from stratus.sim.hooks import Hooks
+from stratus.sim.model import (
     DONE,
     MIGRATING,
     PENDING,
@@ -49,8 +49,8 @@ from stratus.model import (
     Instance,
     Task,
 )
-from stratus.taskbook import TaskBook
-from stratus.view import EngineView
+from stratus.sim.taskbook import TaskBook
+from stratus.sim.view import EngineView
 
 MIB_BITS = 8 * 1024 * 1024  # bits in one MiB (the memory unit of resource vectors)
 HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than this
@@ -58,8 +58,8 @@ HOPELESS_RUNS = 1000  # crash-loop guard: a task expected to need more runs than
 
 class Core:
     """One cluster's state and its transitions. ``cfg``: a resolved config
-    (``stratus.config.resolve``); ``kernel``, ``work``, ``cloud``: its clock, its tasks
-    and its cloud; ``scheduler``: the policy; ``addons``: ``stratus.hooks.AddOn``s, each
+    (``stratus.sim.config.resolve``); ``kernel``, ``work``, ``cloud``: its clock, its tasks
+    and its cloud; ``scheduler``: the policy; ``addons``: ``stratus.sim.hooks.AddOn``s, each
     attached (``AddOn.attach``) once the core is built."""
 
     def __init__(self, cfg, kernel, work, cloud, scheduler, addons=()) -> None:
@@ -104,7 +104,7 @@ class Core:
 
     def woke(self, t: float) -> None:
         """Tasks went back to pending at ``t`` (a revocation, a crash): a driver that
-        skips ticks brings its next one forward (stratus.engine.Engine)."""
+        skips ticks brings its next one forward (stratus.sim.engine.Engine)."""
 
     # ------------------------------------------------------------------ instances
     def hold(self, inst: Instance, task: Task, t: float) -> None:
@@ -295,7 +295,7 @@ class Core:
         self._end_if_done()
 
     def crash(self, iid: int, _b, t: float) -> None:
-        """An instance dies (stratus.faults): as a revocation without notice. Its bill stops
+        """An instance dies (stratus.sim.faults): as a revocation without notice. Its bill stops
         now; its tasks lose their progress, which is counted as lost work."""
         inst = self.cloud.alive.get(iid)
         if inst is None:  # released before its crash time
@@ -308,7 +308,7 @@ class Core:
         self._end_if_done()
 
     def refused(self, tasks: int, migrations: int) -> None:
-        """The provider refused an acquisition (insufficient capacity, stratus.faults):
+        """The provider refused an acquisition (insufficient capacity, stratus.sim.faults):
         ``tasks`` tasks meant for it stay pending, ``migrations`` moves to it are void."""
         self.acct.ice_returned += tasks
         self.acct.cancelled_migrations += migrations

@@ -19,9 +19,10 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from stratus.estimators import MIN_ESTIMATE_S, Estimator, error_distribution, online_pass
-from stratus.model import Task
-from stratus.windows import Window
+from stratus.policy.estimators import error_distribution, online_pass
+from stratus.policy.windows import Window
+from stratus.sim.estimate import MIN_ESTIMATE_S, Estimator
+from stratus.sim.model import Task
 
 Key = tuple
 

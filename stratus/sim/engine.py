@@ -1,18 +1,18 @@
-"""The discrete-event replay: the engine core (stratus.core.Core) driven by an event heap.
+"""The discrete-event replay: the engine core (stratus.sim.core.Core) driven by an event heap.
 
-The engine builds a core from a trace and a resolved config (``stratus.config.resolve``)
+The engine builds a core from a trace and a resolved config (``stratus.sim.config.resolve``)
 and drives it with its kernel:
 
-- ``stratus.kernel.Kernel``: the clock, one event heap and the handler table, whose
+- ``stratus.sim.kernel.Kernel``: the clock, one event heap and the handler table, whose
   handlers are the core's public transitions (finish, migrated, revoke, crash, ready);
-- ``stratus.core.Core``: the state machine (task book, cloud, accounting, applier, view)
-  and its add-ons (``stratus.hooks``; the commitments, ``stratus.commitments``);
+- ``stratus.sim.core.Core``: the state machine (task book, cloud, accounting, applier, view)
+  and its add-ons (``stratus.sim.hooks``; the commitments, ``stratus.commitments``);
 - here: the scheduling ticks, the guards (stall, starvation, crash loop, max hours) and
   the run's end and result.
 
-Events (``stratus.events``) at equal times run in this order: price change, task finish,
+Events (``stratus.sim.events``) at equal times run in this order: price change, task finish,
 migration done, revocation, crash (an instance lost to the cloud's own fault,
-stratus.faults), insufficient capacity (a request the provider cannot fill), instance
+stratus.sim.faults), insufficient capacity (a request the provider cannot fill), instance
 ready, scheduling tick. Arrivals are not heap events: tasks are queued as they arrive and
 only a tick can place them (Stratus §3.1: pending tasks are scheduled in batches at
 periodic scheduling events), so they are taken from the sorted trace at each tick; a task
@@ -31,16 +31,15 @@ from __future__ import annotations
 
 import math
 import time as _time
-from dataclasses import fields, replace
 
 import numpy as np
 
-from stratus.base.errors import ConfigError, StratusError
-from stratus.cloud import SPOT_WARNING_S, Cloud
-from stratus.commitments.addons import addons_for
-from stratus.config import ReplayConfig, resolve
-from stratus.core import MIB_BITS, Core
-from stratus.events import (
+from stratus.base.errors import StratusError
+from stratus.pricing.prices import ON_DEMAND, SPOT
+from stratus.sim.cloud import SPOT_WARNING_S, Cloud
+from stratus.sim.config import ReplayConfig, resolve
+from stratus.sim.core import MIB_BITS, Core
+from stratus.sim.events import (
     EV_CRASH,
     EV_FINISH,
     EV_MIGRATED,
@@ -49,32 +48,31 @@ from stratus.events import (
     EV_REVOKE,
     EV_TICK,
 )
-from stratus.gcpause import rare_gc
-from stratus.kernel import Kernel
-from stratus.model import MIGRATING, PENDING, RUNNING
-from stratus.pricing.prices import ON_DEMAND, SPOT
-from stratus.result import ReplayResult
-from stratus.taskbook import Workload
+from stratus.sim.gcpause import rare_gc
+from stratus.sim.kernel import Kernel
+from stratus.sim.model import MIGRATING, PENDING, RUNNING
+from stratus.sim.result import ReplayResult
+from stratus.sim.taskbook import Workload
 from stratus.traces.schema import Trace
 
 
 class Engine(Core):
-    """One replay of one trace under one scheduler. Use ``replay()``.
+    """One replay of one trace under one scheduler (``stratus.replays.replay`` builds one
+    with the add-ons its config asks for, and runs it).
 
     ``cfg`` is copied, never written: ``self.cfg`` is the resolved copy (prices, catalog,
-    estimator filled in; ``stratus.config.resolve``). ``self.estimator`` is the estimator
+    estimator filled in; ``stratus.sim.config.resolve``). ``self.estimator`` is the estimator
     this replay used: for an online learner, a copy of the caller's with what it learned
     here (pass it in the next replay's config to carry that learning over). ``addons``:
-    the add-ons (stratus.hooks); None: those the config asks for (its commitments,
-    ``stratus.commitments.addons.addons_for``). ``run()`` runs once."""
+    the run's add-ons (stratus.sim.hooks); a config field only an add-on acts on (its
+    commitments) is refused unless one claims it: ``stratus.replays.engine`` builds an
+    engine with the add-ons its config asks for. ``run()`` runs once."""
 
-    def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig, addons=None) -> None:
+    def __init__(self, trace: Trace, scheduler, cfg: ReplayConfig, addons=()) -> None:
         with rare_gc():
             self._init(trace, scheduler, cfg, addons)
 
     def _init(self, trace: Trace, scheduler, cfg: ReplayConfig, addons) -> None:
-        if addons is None:
-            addons = addons_for(cfg)
         cfg = resolve(cfg, addons)
         self.trace = trace
         k = Kernel()
@@ -125,7 +123,7 @@ class Engine(Core):
             until, prices = quiet
             if until <= t:
                 return nxt
-            # a shortage's end (stratus.faults) changes what can be acquired: not an event
+            # a shortage's end (stratus.sim.faults) changes what can be acquired: not an event
             ends = [e for e in self.cloud.known_unavailable.values() if e > t]
             events = self.kernel.peek() if prices else self.kernel.peek_except(EV_PRICE)
             when = min(events, until, *ends)
@@ -241,7 +239,7 @@ class Engine(Core):
         with rare_gc():
             try:
                 return self._run()
-            finally:  # a progress hook that draws (stratus.progress) ends its bar
+            finally:  # a progress hook that draws (stratus.app.progress) ends its bar
                 close = getattr(self.cfg.progress, "close", None)
                 if close is not None:
                     close()
@@ -250,7 +248,7 @@ class Engine(Core):
         wall0 = _time.perf_counter()
         cfg, book, n = self.cfg, self.book, self.work.n
         self.estimator.bind(self.trace)
-        # the scheduler forgets any earlier replay (stratus.compose.Scheduler), before the
+        # the scheduler forgets any earlier replay (stratus.policy.compose.Scheduler), before the
         # empty-trace return too: its stats() go into this replay's summary
         reset = getattr(self.scheduler, "reset", None)
         if reset is not None:
@@ -348,22 +346,4 @@ class Engine(Core):
         self.kernel.stop()
 
 
-def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides) -> ReplayResult:
-    """Replay ``trace`` under ``scheduler``, an object with ``schedule(view)`` (names are
-    resolved by the application layer, ``stratus.app.registry.make_scheduler``; see
-    ``stratus.compose.Scheduler``). ``overrides`` set fields of a copy of ``cfg``: neither
-    ``cfg`` nor ``scheduler`` carries anything into the next replay."""
-    cfg = cfg or ReplayConfig()
-    known = {f.name for f in fields(cfg)}
-    for k in overrides:
-        if k not in known:
-            raise ConfigError(f"unknown replay option {k!r}")
-    if overrides:
-        cfg = replace(cfg, **overrides)
-    if isinstance(scheduler, str) or not callable(getattr(scheduler, "schedule", None)):
-        raise ConfigError(f"replay takes a scheduler object, got {scheduler!r} "
-                          f"(stratus.app.registry.make_scheduler resolves a name)")
-    return Engine(trace, scheduler, cfg).run()
-
-
-__all__ = ["MIB_BITS", "SPOT_WARNING_S", "Engine", "ReplayConfig", "replay"]
+__all__ = ["MIB_BITS", "SPOT_WARNING_S", "Engine", "ReplayConfig"]

@@ -3,7 +3,7 @@ cloud, then carried out through an ``Actuator`` (the engine in a replay). A deci
 cannot be carried out raises a DecisionError naming the policy, the time and what is
 wrong; nothing of a bad decision is applied after the check that refuses it.
 
-The provider may refuse an acquisition (insufficient capacity, stratus.faults): the
+The provider may refuse an acquisition (insufficient capacity, stratus.sim.faults): the
 actuator's ``acquire`` then returns None at once, as EC2 answers a launch request. Its tasks
 stay pending, in their place in the queue, and its migrations are void. They come back to
 the policy at its next tick, never within this one: the policy is asked once per tick, so
@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from stratus.base.errors import DecisionError
-from stratus.cloud import Cloud
-from stratus.decisions import Decisions
-from stratus.model import PENDING, READY, RUNNING, TASK_STATES, WAITING, Instance, Task
 from stratus.pricing.catalog import InstanceType
-from stratus.taskbook import TaskBook
+from stratus.sim.cloud import Cloud
+from stratus.sim.decisions import Decisions
+from stratus.sim.model import PENDING, READY, RUNNING, TASK_STATES, WAITING, Instance, Task
+from stratus.sim.taskbook import TaskBook
 
 
 class Actuator(Protocol):
@@ -50,7 +50,7 @@ class DecisionApplier:
         self.act = act
         self.clock = clock
         self.policy = policy
-        # market -> why the scheduler may not use it (an add-on's, stratus.hooks)
+        # market -> why the scheduler may not use it (an add-on's, stratus.sim.hooks)
         self.cordoned: dict[str, str] = {}
         # market -> why its instances run to the end: never released, keep ignored
         self.pinned: dict[str, str] = {}
@@ -142,7 +142,7 @@ class DecisionApplier:
                 if task.tid in refused_moves:
                     raise self.bad(f"{task!r} cannot migrate: it is already migrating")
             inst = act.acquire(acq.itype, acq.market, acq.bid, acq.keep, t)
-            if inst is None:  # refused: insufficient capacity (stratus.faults)
+            if inst is None:  # refused: insufficient capacity (stratus.sim.faults)
                 refused.extend(acq.tasks)
                 refused_moves.update(task.tid for task in acq.migrate)
                 act.refused(len(acq.tasks), len(acq.migrate))
