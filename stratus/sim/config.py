@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from stratus.base.bounds import MAX_HOURS, MAX_SPINUP_S, MAX_TICK_S
 from stratus.base.errors import ConfigError
@@ -21,9 +21,17 @@ from stratus.sim.faults import Faults
 from stratus.sim.footprint import DEFAULT as DEFAULT_FOOTPRINT
 from stratus.sim.footprint import footprint_fraction
 
-if TYPE_CHECKING:  # the commitments' types: stratus.commitments builds on the core
-    from stratus.commitments.gate import Waiting
-    from stratus.commitments.savings import SavingsPlan
+
+class PlanTerms(Protocol):
+    """What the core reads of a savings plan (``stratus.commitments.savings.SavingsPlan``
+    implements it; the core names no commitment type): the view's headroom and price at
+    the margin."""
+
+    hourly_usd: float
+    discount: float
+
+    def headroom(self, od_rate: float) -> float: ...
+    def marginal(self, price: float, od_rate: float) -> float: ...
 
 #: a config field that only an add-on acts on (``AddOn.claims``); the core refuses a run
 #: where such a field is set and no add-on of the run claims it, so it is never ignored
@@ -64,10 +72,10 @@ class ReplayConfig:
     reserved_discount: float | None = None
     # a waiting policy at the door of the reserved instances (stratus.commitments.gate.Waiting;
     # parse_waiting reads POLICY[:b=,t=,share=]); None: every task goes to the scheduler
-    waiting: Waiting | None = field(default=None, metadata=ADDON)
+    waiting: object | None = field(default=None, metadata=ADDON)
     # a savings plan (stratus.commitments.savings): C $/hour committed from the first tick to the end,
     # discounting on-demand usage up to it; on-demand joins the allowed markets
-    savings_plan: SavingsPlan | None = field(default=None, metadata=ADDON)
+    savings_plan: PlanTerms | None = field(default=None, metadata=ADDON)
     # called at every tick with (simulated time, tasks done, tasks); its close(), if it has
     # one, when the replay ends, however it ends (stratus.app.progress.ProgressBar)
     progress: Callable[[float, int, int], None] | None = field(default=None, repr=False)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from stratus.pricing.catalog import Catalog, InstanceType
 from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.sim.cloud import Cloud
+from stratus.sim.config import PlanTerms
 from stratus.sim.estimate import remaining_estimate
 from stratus.sim.model import RUNNING, Instance, Task
 from stratus.sim.taskbook import TaskBook
-
-if TYPE_CHECKING:  # a savings plan is an add-on's (stratus.commitments), held in the config
-    from stratus.commitments.savings import SavingsPlan
 
 #: the kinds of ``ClusterView.instance_forms``
 FALLING, RISING, CONSTANT = 0, 1, 2
@@ -63,7 +61,7 @@ class ClusterView(Protocol):
     @property
     def reserved_shared(self) -> bool: ...
     @property
-    def savings_plan(self) -> SavingsPlan | None: ...
+    def savings_plan(self) -> PlanTerms | None: ...
     def instance(self, iid: int) -> Instance: ...
     def location(self, task: Task) -> Instance | None: ...
     def state(self, task: Task) -> int: ...
@@ -292,7 +290,7 @@ class EngineView:
         return self._cloud.current_price[(name, market or self._cfg.market)]
 
     @property
-    def savings_plan(self) -> SavingsPlan | None:
+    def savings_plan(self) -> PlanTerms | None:
         """The replay's savings plan (stratus.commitments.savings), or None."""
         return self._cfg.savings_plan
 
