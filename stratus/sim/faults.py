@@ -38,7 +38,7 @@ probability 1 - (1 - PROB)^N: a policy that rents one instance per task (hundred
 would find every type short at nearly every tick and drain its queue by about 1/PROB
 instances per type per window, so that the same PROB would mean a different cloud for
 each policy (on 8,822 synthetic tasks over two hours at ice:0.05, task-per-instance met
-1,398,843 refusals so drawn, 2,060 with one draw per call; docs/decisions.md).
+1,398,843 refusals so drawn, 2,060 with one draw per call; docs/findings/faults.md).
 
 Why per type. What runs short is the capacity of one instance type in one Availability
 Zone: an AWS engineer's advice on the EC2 forum (relayed at
