@@ -164,13 +164,15 @@ def _read_hdf(path: Path, key: str | None) -> Table:
 
     Read in a child process: the HDF5 C library can crash (SIGSEGV) on a damaged file,
     which no Python handler can catch; in a child the crash becomes a TraceError naming the
-    file. On Linux the child is a fork of this process (~0.05 s; pandas is already loaded);
-    elsewhere a new interpreter (~1 s: pandas and PyTables imported again)."""
+    file. On Linux, when this process runs one thread, the child is a fork of it (~0.05 s;
+    pandas is already loaded); else a new interpreter (~1 s: pandas and PyTables imported
+    again): a fork copies the locks other threads hold (a progress bar's, a logger's) and
+    could hang on one, which no timeout would tell from a long read."""
     source = str(path)
     name = "" if key is None else key if key.startswith("/") else "/" + key
     with tempfile.TemporaryDirectory(prefix="stratus-hdf-") as tmp:
         out = Path(tmp) / "frame.pkl"
-        if sys.platform == "linux":
+        if _may_fork():
             proc = _run_forked(str(path), name, str(out), Path(tmp) / "answer.json")
         else:
             proc = subprocess.run([sys.executable, "-c", _HDF_CHILD, str(path), name, str(out)],
@@ -184,6 +186,12 @@ def _read_hdf(path: Path, key: str | None) -> Table:
     if not isinstance(frame, pd.DataFrame):
         raise TraceError(f"{source}: HDF5 dataset {result['read']!r} is not a table")
     return Table(named_columns(frame, source), source, "hdf5")
+
+
+def _may_fork() -> bool:
+    import threading
+
+    return sys.platform == "linux" and threading.active_count() == 1
 
 
 def _run_forked(path: str, name: str, out: str, answer: Path) -> subprocess.CompletedProcess:

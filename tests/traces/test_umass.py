@@ -4,6 +4,7 @@ as CSV, CSV.gz, Parquet and HDF5, and corrupted copies of them."""
 from __future__ import annotations
 
 import gzip
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -227,6 +228,28 @@ def test_hdf5_reader_crash_is_a_trace_error(monkeypatch, tmp_path):
     monkeypatch.setattr(umass, "_hdf_read_into", lambda *a: exec(crash))  # as a fork
     with pytest.raises(TraceError, match=r"jobs\.h5: the HDF5 library crashed"):
         umass.load(FIX / "jobs.h5")
+
+
+def test_the_hdf5_reader_is_not_forked_while_another_thread_runs(monkeypatch):
+    """A fork copies the locks other threads hold and could hang on one: with a second
+    thread alive (a progress bar's) the reader is a new interpreter, and reads alike."""
+    import threading
+
+    forked = []
+    real = umass._run_forked
+    monkeypatch.setattr(umass, "_run_forked", lambda *a: forked.append(1) or real(*a))
+    alone = umass.load(FIX / "jobs.h5")
+    assert forked == [1] or sys.platform != "linux"
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        beside = umass.load(FIX / "jobs.h5")
+    finally:
+        stop.set()
+        other.join()
+    assert forked == [1] or sys.platform != "linux"
+    pd.testing.assert_frame_equal(alone.frame, beside.frame)
 
 
 def test_only_dropped_jobs_is_an_error(tmp_path):
