@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from stratus.policy.compose import Migrator, Part, Plan, Quiets, flat_stats, part_hooks, part_list
+from stratus.policy.compose import Migrator, Part, Plan, flat_stats, part_hooks, part_list
+from stratus.sim.contracts import Quiets
 from stratus.sim.view import ClusterView
 
 

@@ -32,11 +32,12 @@ from typing import Protocol
 
 from stratus.base.resources import Vec, fits
 from stratus.packers.binpack import BINPACK_DIMS, BinpackIndex, JobRun
-from stratus.policy.compose import Plan, Resets
+from stratus.policy.compose import Plan
 from stratus.policy.params import Param, Parametric
 from stratus.pricing.catalog import InstanceType
 from stratus.scalers.marginal import Offer
 from stratus.scalers.task_per_instance import by_price
+from stratus.sim.contracts import Resets
 from stratus.sim.model import Task
 from stratus.sim.view import ClusterView
 

@@ -12,6 +12,7 @@ from dataclasses import fields, replace
 from stratus.base.errors import ConfigError
 from stratus.commitments.addons import addons_for
 from stratus.sim.config import ReplayConfig
+from stratus.sim.contracts import Schedules
 from stratus.sim.engine import Engine
 from stratus.sim.result import ReplayResult
 from stratus.traces.schema import Trace
@@ -35,7 +36,7 @@ def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides
             raise ConfigError(f"unknown replay option {k!r}")
     if overrides:
         cfg = replace(cfg, **overrides)
-    if isinstance(scheduler, str) or not callable(getattr(scheduler, "schedule", None)):
+    if isinstance(scheduler, str) or not isinstance(scheduler, Schedules):
         raise ConfigError(f"replay takes a scheduler object, got {scheduler!r} "
                           f"(stratus.app.registry.make_scheduler resolves a name)")
     return engine(trace, scheduler, cfg).run()

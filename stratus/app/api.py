@@ -88,13 +88,14 @@ def schedulers() -> list[dict]:
     set, else None), and its parts' parameters with their defaults
     (``NAME?KEY.NAME=VALUE`` sets them)."""
     from stratus.app.registry import all_names, get_spec
+    from stratus.sim.contracts import HasParams
 
     out = []
     for s in map(get_spec, all_names()):
         params = {}
         if s.kind == "policy":
             sched = s.factory()
-            params = sched.get_params() if hasattr(sched, "get_params") else {}
+            params = sched.get_params() if isinstance(sched, HasParams) else {}
         out.append({"name": s.name, "description": s.description, "estimator": s.estimator,
                     "kind": s.kind,
                     "options": {k: s.preset.get(k, o.default) for k, o in s.options.items()},
@@ -367,7 +368,7 @@ def run_estimate(spec: S.EstimateSpec, trace=None) -> dict:
     est = fitted_estimator(spec.estimator, spec.seed, history, trace)
     return {"trace": trace.name, "estimator": est.name,
             "warmup_hours": max(0.0, warmup_h or 0.0) if est.learns_online else 0.0,
-            "warmup_jobs": getattr(est, "warmup_jobs", 0),
+            "warmup_jobs": est.warmup_jobs,
             **error_distribution(online_pass(est, trace.frame))}
 
 

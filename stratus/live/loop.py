@@ -44,6 +44,7 @@ from stratus.live.kube import (
 from stratus.live.mirror import Mirror, Refused, Unavailable
 from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.sim.cloud import SPOT_WARNING_S
+from stratus.sim.contracts import Resets
 from stratus.sim.decisions import Decisions
 from stratus.sim.engine import ReplayConfig
 from stratus.sim.model import DONE, MIGRATING, PENDING, REQUESTED, Instance
@@ -171,9 +172,8 @@ class LiveLoop:
         done = 0  # ticks run here, skipped ones included: a run of N ticks ends
         if not self._started:
             self._started = True
-            reset = getattr(self.scheduler, "reset", None)
-            if reset is not None:
-                reset()
+            if isinstance(self.scheduler, Resets):
+                self.scheduler.reset()
         tick = self._tick_s
         while True:
             # ticks fall on whole multiples of the tick, as the engine's
@@ -557,9 +557,8 @@ class LiveLoop:
         for d in (self.key_tid, self.pod, self.pod_name, self.base, self.gen):
             d.clear()
         m = self.mirror = self._new_mirror(now)
-        reset = getattr(self.scheduler, "reset", None)
-        if reset is not None:
-            reset()
+        if isinstance(self.scheduler, Resets):
+            self.scheduler.reset()
         catalog = self.cfg.catalog
         on_node: dict[str, Instance] = {}
         names: dict[int, str] = {}

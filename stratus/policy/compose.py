@@ -17,6 +17,7 @@ from stratus.base.errors import DecisionError
 from stratus.base.resources import Vec, fits
 from stratus.pricing.catalog import InstanceType
 from stratus.pricing.prices import ON_DEMAND
+from stratus.sim.contracts import Quiets, Reports, Resets, Starts
 from stratus.sim.decisions import Acquire, Decisions, Migrate, Place
 from stratus.sim.model import Instance, Task
 from stratus.sim.view import ClusterView
@@ -329,31 +330,8 @@ class Migrator(Protocol):
 
 
 # --- optional hooks: one small protocol each (as the Kubernetes scheduling framework's
-# extension points); a part implements those it needs, and is asked through them only
-
-@runtime_checkable
-class Resets(Protocol):
-    def reset(self) -> None:
-        """A new replay, before any other call: forget ids, counts, caches, cursors."""
-
-
-@runtime_checkable
-class Starts(Protocol):
-    def start(self, view: ClusterView) -> None:
-        """The new replay's view, before the first tick."""
-
-
-@runtime_checkable
-class Reports(Protocol):
-    def stats(self) -> dict:
-        """This replay's counts, by name (namespaced by part in the summary: ``part_stats``)."""
-
-
-@runtime_checkable
-class Quiets(Protocol):
-    def quiet(self, view: ClusterView) -> tuple[float, bool]:
-        """(until, prices): see ``ComposedScheduler.quiet``."""
-
+# extension points; Resets, Starts, Reports, Quiets are the core's: stratus.sim.contracts);
+# a part implements those it needs, and is asked through them only
 
 @runtime_checkable
 class Composite(Protocol):

@@ -16,6 +16,7 @@ from typing import Protocol
 from stratus.base.errors import DecisionError
 from stratus.pricing.catalog import InstanceType
 from stratus.sim.cloud import Cloud
+from stratus.sim.contracts import name_of
 from stratus.sim.decisions import Decisions
 from stratus.sim.model import PENDING, READY, RUNNING, TASK_STATES, WAITING, Instance, Task
 from stratus.sim.taskbook import TaskBook
@@ -66,7 +67,7 @@ class DecisionApplier:
         self.pinned[market] = why
 
     def bad(self, what: str) -> DecisionError:
-        name = getattr(self.policy, "name", type(self.policy).__name__)
+        name = name_of(self.policy)
         return DecisionError(f"scheduler {name!r} at t={self.clock.now:.3f}s: {what}")
 
     def check_live(self, inst: Instance) -> None:

@@ -38,6 +38,7 @@ from stratus.base.errors import StratusError
 from stratus.pricing.prices import ON_DEMAND, SPOT
 from stratus.sim.cloud import SPOT_WARNING_S, Cloud
 from stratus.sim.config import ReplayConfig, resolve
+from stratus.sim.contracts import Quiets, Resets, Starts, name_of
 from stratus.sim.core import MIB_BITS, Core
 from stratus.sim.events import (
     EV_CRASH,
@@ -95,7 +96,7 @@ class Engine(Core):
         self._idle_ticks = 0  # ticks in a row with no task finishing (the stall guard)
         self._done_at_tick = 0  # tasks finished as of the last tick
         # a scheduler that says when its ticks would decide nothing (ComposedScheduler.quiet)
-        self._quiet = getattr(scheduler, "quiet", None)
+        self._quiet = scheduler.quiet if isinstance(scheduler, Quiets) else None
         self._tick_at = math.inf  # when the next tick is due (one tick on the heap counts)
         self._tick_no = 0  # its number: a tick brought forward leaves a stale one behind
         self._last_tick = -math.inf  # when the last tick ran
@@ -225,7 +226,7 @@ class Engine(Core):
         running = sum(s == RUNNING for s in book.state)
         why = (f"the {running} running are on instances being revoked before they finish"
                if running else "none is running")
-        return (f"stalled: scheduler {getattr(self.scheduler, 'name', '?')!r}: no task "
+        return (f"stalled: scheduler {name_of(self.scheduler)!r}: no task "
                 f"finished for {self._idle_ticks - 1} ticks and {why}; "
                 f"{len(book.pending)} pending")
 
@@ -250,9 +251,8 @@ class Engine(Core):
         self.estimator.bind(self.trace)
         # the scheduler forgets any earlier replay (stratus.policy.compose.Scheduler), before the
         # empty-trace return too: its stats() go into this replay's summary
-        reset = getattr(self.scheduler, "reset", None)
-        if reset is not None:
-            reset()
+        if isinstance(self.scheduler, Resets):
+            self.scheduler.reset()
         if n == 0:
             return self._result(_time.perf_counter() - wall0)
         first_tick = math.ceil(self.work.submit_list[0] / cfg.tick_s - 1e-9) * cfg.tick_s
@@ -262,7 +262,7 @@ class Engine(Core):
         self.cloud.open_prices(t0)
         for hook in self.hooks.open:  # e.g. prepaid instances up from the start
             hook(t0)
-        if hasattr(self.scheduler, "start"):
+        if isinstance(self.scheduler, Starts):
             self.scheduler.start(self.view)
         self._schedule_tick(first_tick)
         limit = math.inf if cfg.max_hours is None else first_tick + cfg.max_hours * 3600.0

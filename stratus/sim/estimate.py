@@ -33,6 +33,14 @@ class Estimator:
     def observe(self, tasks: Sequence[Task], now: float) -> None:
         """A job whose tasks are ``tasks`` just completed at ``now``."""
 
+    #: jobs a learner learned from before the replay (its warm-up ``fit``)
+    warmup_jobs = 0
+
+    def error_summary(self) -> dict | None:
+        """A learner's record of its own errors over the replay (``jobs``,
+        ``median_abs_log_ratio``, ``within_factor_2``), or None for one that keeps none."""
+        return None
+
 
 class OracleEstimator(Estimator):
     """Perfect knowledge: the true runtime (Stratus §5.4.1)."""

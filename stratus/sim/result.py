@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from stratus.base.resources import ALL_DIMS, DIMS
+from stratus.sim.contracts import Reports, name_of
 from stratus.sim.footprint import footprint_name
 from stratus.sim.metrics import cheapest_unit_prices, fluid_lower_bound, percentile
 from stratus.traces.schema import source_ids
@@ -167,7 +168,7 @@ class ReplayResult:
 
         est = e.estimator
         summary = {
-            "scheduler": getattr(e.scheduler, "name", type(e.scheduler).__name__),
+            "scheduler": name_of(e.scheduler),
             "trace": e.trace.name,
             "tasks": work.n,
             "tasks_completed": book.n_done,
@@ -214,14 +215,13 @@ class ReplayResult:
         if cloud.faults is not None:  # only when asked for: a replay without is unchanged
             summary["faults"] = fault_summary(cloud, acc)
         summary.update(bill.keys)  # the add-ons' (only when asked for)
-        if hasattr(est, "error_summary"):
-            err = est.error_summary()
-            summary["estimator_warmup_jobs"] = getattr(est, "warmup_jobs", 0)
+        err = est.error_summary()
+        if err is not None:
+            summary["estimator_warmup_jobs"] = est.warmup_jobs
             summary["estimator_error"] = {k: err[k] for k in ("jobs", "median_abs_log_ratio",
                                                               "within_factor_2") if k in err}
-        extra = getattr(e.scheduler, "stats", None)
-        if callable(extra):
-            summary.update(extra())
+        if isinstance(e.scheduler, Reports):
+            summary.update(e.scheduler.stats())
         audit = {}
         if acct.holds is not None:
             audit = {"holds": acct.holds, "migrations": acct.mig_log,

@@ -1,7 +1,8 @@
 """Declared contracts, checked on the source (issue 37, item 3): no part or view is probed
 with ``getattr``/``hasattr``, and no module reads another module's ``_private`` attribute.
 A part that needs something of a view or of another part asks for it by a declared name
-(``stratus.sim.view.ClusterView``, the protocols in ``stratus.policy.compose``)."""
+(``stratus.sim.view.ClusterView``, the protocols in ``stratus.policy.compose`` and
+``stratus.sim.contracts``)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ NOT_PROBES = {"stratus/app/registry.py"}
 PRIVATE_ALLOWED: set[str] = set()
 PRIVATE_ALLOWED_FOLDERS: tuple[str, ...] = ()
 
-#: names a view or a part goes by where it is probed (``getattr(view, ...)``)
-VIEW_OR_PART = {"view", "v", "part", "p", "parts", "packer", "scaler", "migrator", "choice"}
+#: names a view or a part goes by where it is probed (``getattr(view, ...)``); the
+#: scheduler (``policy`` to the applier) and the estimator are parts the core calls too
+VIEW_OR_PART = {"view", "v", "part", "p", "parts", "packer", "scaler", "migrator", "choice",
+                "scheduler", "sched", "policy", "estimator", "est"}
 
 #: underscore names that are public API elsewhere (namedtuple's)
 PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
@@ -162,7 +165,8 @@ def test_no_module_reads_another_modules_private_field():
 @pytest.mark.parametrize("code, hits", [
     ("getattr(view, 'now', 0.0)", 1), ("hasattr(self.choice, 'reset')", 1),
     ("getattr(type(part), 'PARAMS', None)", 1), ("getattr(part, name)", 0),
-    ("getattr(trace, 'frame', None)", 0),
+    ("getattr(trace, 'frame', None)", 0), ("getattr(self.scheduler, 'reset', None)", 1),
+    ("hasattr(est, 'error_summary')", 1),
 ])
 def test_the_probe_check_sees_a_probe(code, hits):
     assert len(probes(ast.parse(code), "stratus/x.py")) == hits
