@@ -309,19 +309,13 @@ class Mirror:
               t: float) -> None:
         """An adopted task on an adopted instance: running since ``started`` with
         ``progress_s`` seconds done before (its checkpoint), or waiting for the instance."""
-        book, tid = self.book, task.tid
-        book.pending.remove(task)
-        book.loc[tid] = inst
-        book.done[tid] = progress_s
         self.link.muted = True  # its pod is bound already: nothing to bind
         try:
-            self.core.hold(inst, task, t)
+            self.core.adopt(task, inst, progress_s, t)
         finally:
             self.link.muted = False
         if started is not None and inst.state == READY:
             self.core.start(task, started)
-        else:
-            book.state[tid] = WAITING
 
     # --- what the world did, at the time it did it ----------------------------------------
     def at(self, t: float) -> None:
@@ -329,21 +323,12 @@ class Mirror:
 
     def finished(self, tid: int, t: float) -> None:
         """The task's pod ended at ``t`` (succeeded, failed, or went away)."""
-        book, core = self.book, self.core
+        book = self.book
         self.at(t)
-        st = book.state[tid]
-        if st == PENDING:  # a queued pod went away
+        if book.state[tid] == PENDING:  # a queued pod went away
             book.withdraw(book.tasks[tid], t)
             return
-        if st != RUNNING:  # waiting for its instance, or in transfer: it ends from here
-            if tid in book.transfer:
-                core.abort_transfer(tid, t)
-            book.run_start[tid] = t
-            book.state[tid] = RUNNING
-        # its runtime is known now: what an estimator that learns (history) learns from
-        task = book.tasks[tid]
-        task.runtime = self.work.runtime[tid] = book.done[tid] + (t - book.run_start[tid])
-        core.finish(tid, book.epoch[tid], t)
+        self.core.ended(tid, t)
 
     def unplace(self, tid: int, t: float) -> None:
         """A placement the world refused (its binding): the task is pending again, on no

@@ -168,6 +168,31 @@ class Core:
         self.kernel.schedule(t + self.work.runtime[tid] - book.done[tid], EV_FINISH, tid,
                              book.epoch[tid])
 
+    def adopt(self, task: Task, inst: Instance, done_s: float, t: float) -> None:
+        """A pending ``task`` found on ``inst`` already (the live mirror's adoption, after a
+        restart): it holds its request there from ``t`` with ``done_s`` seconds done
+        before (a checkpoint), waiting for the instance until ``start``."""
+        book, tid = self.book, task.tid
+        book.pending.remove(task)
+        book.loc[tid] = inst
+        book.done[tid] = done_s
+        book.state[tid] = WAITING
+        self.hold(inst, task, t)
+
+    def ended(self, tid: int, t: float) -> None:
+        """The task's run ended at ``t`` as its world saw it (the live mirror), also from
+        waiting for its instance or from a transfer: a runtime not known before is known
+        now (what a learning estimator learns from), and the task finishes."""
+        book = self.book
+        if book.state[tid] != RUNNING:
+            if tid in book.transfer:
+                self.abort_transfer(tid, t)
+            book.run_start[tid] = t
+            book.state[tid] = RUNNING
+        task = book.tasks[tid]
+        task.runtime = self.work.runtime[tid] = book.done[tid] + (t - book.run_start[tid])
+        self.finish(tid, book.epoch[tid], t)
+
     def stop_progress(self, tid: int, t: float) -> None:
         """The task's run stops at ``t``: its progress so far is kept (a run segment)."""
         book = self.book

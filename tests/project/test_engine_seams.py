@@ -97,6 +97,30 @@ def test_the_live_loop_reads_no_private_field_of_another_object(path):
     assert private_reads(ast.parse((ROOT / path).read_text())) == []
 
 
+def book_writes(tree: ast.AST) -> list[str]:
+    """Assignments to a field of a task book (``book.loc[tid] = ...``, ``m.book.state[t]
+    = ...``, ``book.done[t] += ...``): the core's state, which only its transitions set."""
+    out = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            base = t.value if isinstance(t, ast.Subscript) else t
+            if isinstance(base, ast.Attribute) and isinstance(base.value, (ast.Name,
+                                                                         ast.Attribute)):
+                owner = base.value.id if isinstance(base.value, ast.Name) else base.value.attr
+                if owner == "book":
+                    out.append(f"line {node.lineno}: {ast.unparse(t)}")
+    return out
+
+
+@pytest.mark.parametrize("path", [str(p.relative_to(ROOT)) for p in _py("stratus/live")])
+def test_the_live_world_sets_no_field_of_the_task_book(path):
+    """The mirror drives the core through its transitions (``Core.adopt``, ``Core.ended``,
+    ...), never by writing the core's state."""
+    assert book_writes(ast.parse((ROOT / path).read_text())) == []
+
+
 def test_the_live_mirror_does_not_import_the_replay_engine():
     tree = ast.parse((ROOT / "stratus/live/mirror.py").read_text())
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -116,3 +140,6 @@ def test_the_checks_find_planted_faults():
     assert private_reads(ast.parse("m.cloud._iid.next = 3\n")) == ["line 1: m.cloud._iid"]
     assert private_reads(ast.parse("Engine._send_back(self, t)\n")) != []
     assert private_reads(ast.parse("self._x = other.__class__\n")) == []
+    assert book_writes(ast.parse("book.loc[tid] = inst\nm.book.state[t] = 3\n"
+                                 "book.done[t] += 1.0\nx = book.loc[t]\n")) == [
+        "line 1: book.loc[tid]", "line 2: m.book.state[t]", "line 3: book.done[t]"]
