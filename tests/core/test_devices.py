@@ -58,3 +58,34 @@ def test_device_assignment_is_the_brute_force(requests, n_gpus):
     assert got == brute(requests, n_gpus)
     if got:  # an assignment to devices fits the pool, so the engine would place it too
         assert sum(requests) <= 1000 * n_gpus
+
+
+def test_the_benchmark_add_on_counts_states_past_the_devices():
+    """benchmarks/gpu_devices.py's add-on on a replay: six 0.6-GPU tasks on one 4-GPU type
+    fit its pool (3600 of 4000 thousandths), and the states with a fifth and a sixth task
+    on one instance fit no assignment to its devices."""
+    import importlib.util
+
+    import pandas as pd
+
+    from stratus.app.registry import make_scheduler
+    from stratus.engine import Engine, ReplayConfig
+    from stratus.pricing.catalog import Catalog, InstanceType
+    from stratus.traces.schema import Trace
+    from tests.helpers.paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("gpu_devices",
+                                                  ROOT / "benchmarks" / "gpu_devices.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    df = pd.DataFrame({"job_id": range(6), "task_id": 0, "submit_s": 0.0, "runtime_s": 3600.0,
+                       "cpu": 1.0, "mem_gib": 1.0, "gpus": 0.6, "user": "u",
+                       "job_name": "j", "priority": 0})
+    cat = Catalog([InstanceType("g4", 16, 64, 4.0, gpus=4)], name="one-4-gpu-type")
+    check = mod.DeviceCheck()
+    res = Engine(Trace(df, name="t"), make_scheduler("fleet"),
+                 ReplayConfig(seed=1, catalog=cat, market="on-demand"), addons=[check]).run()
+    assert res.summary["instances_acquired"] == 1
+    c = check.counts
+    assert c["states_on_gpu_types"] == c["states_multi_gpu_with_share"] == 6
+    assert c["no_device_assignment"] == 2 and not c["undecided"]
