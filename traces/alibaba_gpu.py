@@ -13,9 +13,9 @@ Mapping, one pod = one single-task job:
     memory_mib / 1024; gpus = num_gpu x gpu_milli / 1000 with ``gpu=share`` (a 0.47 share
     asks 470 of the engine's thousandths of a GPU, so two such pods share one GPU), or the
     whole GPUs it occupies (``num_gpu``: a 0.47 share rents a whole GPU, as EC2 sells them)
-    with ``gpu=whole`` (the default). The engine pools an instance's GPUs in thousandths and
-    does not assign shares to devices (docs/decisions.md, "GPUs in thousandths"). queue = qos (LS, BE,
-    Burstable, Guaranteed); job_name = the pod's shape (qos, cpu, memory, GPUs), the
+    with ``gpu=whole`` (the default). The engine pools an instance's GPUs in thousandths
+    and does not assign shares to devices (docs/decisions.md, "GPUs in thousandths").
+    queue = qos (LS, BE, Burstable, Guaranteed); job_name = the pod's shape (qos, cpu, memory, GPUs), the
     closest the trace has to "the same program again"; user "unknown"; priority 0 (the
     trace has none: an unknown column). ``gpu_spec`` (allowed GPU models; empty in every
     row of these files) is not used: a catalog type has one GPU model.

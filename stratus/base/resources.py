@@ -3,8 +3,8 @@
 A resource vector is a tuple of non-negative integers, one per dimension of the run.
 Integers (milli-vCPU, MiB, thousandths of a GPU) keep capacity accounting exact: adding
 and removing the same task never drifts, so "capacity is never exceeded" is checked with
-``<=``, not a tolerance. Requests are rounded *up* to the unit when converted, so a task never gets less
-than it asked for. Nothing here assumes two dimensions.
+``<=``, not a tolerance. Requests are rounded *up* to the unit when converted, so a task
+never gets less than it asked for. Nothing here assumes two dimensions.
 
 A run has the dimensions ``DIMS`` (cpu, mem) unless its catalog has GPUs, in which case it
 has ``GPU_DIMS`` (cpu, mem, gpu); the catalog carries them (``Catalog.dims``) and the
