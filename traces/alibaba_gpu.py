@@ -10,12 +10,12 @@ Mapping, one pod = one single-task job:
     job_id = the number in the pod's name (openb-pod-0042 -> 42; names are unique);
     submit_s = creation_time (trace seconds, not shifted); runtime_s = deletion_time -
     scheduled_time (the time the pod held its node); cpu = cpu_milli / 1000; mem_gib =
-    memory_mib / 1024; gpus = num_gpu x gpu_milli / 1000 with ``gpu=share``, or the whole
-    GPUs it occupies (``num_gpu``: a 0.47 share rents a whole GPU, as EC2 sells them) with
-    ``gpu=whole`` (the default). The engine counts GPUs whole (docs/decisions.md, "A GPU
-    dimension"), so a replay places a share on a whole GPU either way; ``share`` changes
-    the GPU-hours ``traces describe`` reports, not a replay. queue = qos (LS, BE,
-    Burstable, Guaranteed); job_name = the pod's shape (qos, cpu, memory, GPUs), the
+    memory_mib / 1024; gpus = num_gpu x gpu_milli / 1000 with ``gpu=share`` (a 0.47 share
+    asks 470 of the engine's thousandths of a GPU, so two such pods share one GPU), or the
+    whole GPUs it occupies (``num_gpu``: a 0.47 share rents a whole GPU, as EC2 sells them)
+    with ``gpu=whole`` (the default). The engine pools an instance's GPUs in thousandths
+    and does not assign shares to devices (docs/decisions.md, "GPUs in thousandths").
+    queue = qos (LS, BE, Burstable, Guaranteed); job_name = the pod's shape (qos, cpu, memory, GPUs), the
     closest the trace has to "the same program again"; user "unknown"; priority 0 (the
     trace has none: an unknown column). ``gpu_spec`` (allowed GPU models; empty in every
     row of these files) is not used: a catalog type has one GPU model.
@@ -198,7 +198,7 @@ def load(path: Path, **options) -> Trace:
     if timed:
         frame, window = _timed(table, pods, opts, report)
     else:
-        frame, window = _batch(pods, opts.batch_runtime_s, report)
+        frame, window = _batch(pods, opts.batch_runtime_s, opts.gpu, report)
     if frame.empty:
         dropped = "; ".join(f"{n:,} {why}" for why, n in report.dropped.items()) or "no rows"
         raise TraceError(f"{table.source}: no pods left ({dropped})")
@@ -276,20 +276,21 @@ def _frame(pods: pd.DataFrame, submit: np.ndarray, runtime: np.ndarray) -> pd.Da
         "queue": pods["qos"].to_numpy(), "gpus": pods["gpus"].to_numpy()})
 
 
-def _batch(pods: pd.DataFrame, runtime_s: float, report: LoadReport):
+def _batch(pods: pd.DataFrame, runtime_s: float, gpu: str, report: LoadReport):
     report.note(f"no times in this pod list: every pod submitted at 0 and run "
                 f"{runtime_s:g} s (batch_runtime_s)")
     n = len(pods)
     frame = _frame(pods, np.zeros(n), np.full(n, float(runtime_s)))
-    _gpu_note(pods, report)
+    _gpu_note(pods, report, gpu)
     return frame, {"start_s": 0.0, "end_s": float(runtime_s), "rule": "batch_runtime_s"}
 
 
-def _gpu_note(pods: pd.DataFrame, report: LoadReport) -> None:
+def _gpu_note(pods: pd.DataFrame, report: LoadReport, mode: str) -> None:
     frac = int(((pods["share"] > 0) & (pods["share"] < 1)).sum())
     if frac:
-        report.note(f"{frac:,} pods ask for a share of one GPU (gpu_milli < 1000): the "
-                    "engine places each on a whole GPU (GPUs are counted whole)")
+        how = ("each asks that share (gpu=share): shares of one instance's GPUs are pooled"
+               if mode == "share" else "each rents a whole GPU (gpu=whole; gpu=share shares)")
+        report.note(f"{frac:,} pods ask for a share of one GPU (gpu_milli < 1000): {how}")
 
 
 def _timed(table: Table, pods: pd.DataFrame, opts: Options, report: LoadReport):
@@ -385,5 +386,5 @@ def _timed(table: Table, pods: pd.DataFrame, opts: Options, report: LoadReport):
     report.note(f"window [{start:,.0f}, {end:,.0f}] s ({window['days']:.1f} days; start: "
                 f"{rule.split(':')[0]})")
     kept_pods = pods[keep]
-    _gpu_note(kept_pods, report)
+    _gpu_note(kept_pods, report, opts.gpu)
     return _frame(kept_pods, submit[keep], runtime[keep].astype(np.float64)), window

@@ -1,10 +1,10 @@
 """Resource vectors.
 
 A resource vector is a tuple of non-negative integers, one per dimension of the run.
-Integers (milli-vCPU, MiB, GPUs) keep capacity accounting exact: adding and removing the
-same task never drifts, so "capacity is never exceeded" is checked with ``<=``, not a
-tolerance. Requests are rounded *up* to the unit when converted, so a task never gets less
-than it asked for. Nothing here assumes two dimensions.
+Integers (milli-vCPU, MiB, thousandths of a GPU) keep capacity accounting exact: adding
+and removing the same task never drifts, so "capacity is never exceeded" is checked with
+``<=``, not a tolerance. Requests are rounded *up* to the unit when converted, so a task
+never gets less than it asked for. Nothing here assumes two dimensions.
 
 A run has the dimensions ``DIMS`` (cpu, mem) unless its catalog has GPUs, in which case it
 has ``GPU_DIMS`` (cpu, mem, gpu); the catalog carries them (``Catalog.dims``) and the
@@ -17,9 +17,11 @@ import math
 from collections.abc import Sequence
 
 #: every known dimension, in vector order, and its integer units per natural unit:
-#: milli-vCPU per vCPU, MiB per GiB, GPUs per GPU
+#: milli-vCPU per vCPU, MiB per GiB, thousandths of a GPU per GPU (so a share of a GPU, 0.47,
+#: is 470 units, and shares of one instance's GPUs are pooled;
+#: docs/decisions.md, "GPUs in thousandths")
 ALL_DIMS: tuple[str, ...] = ("cpu", "mem", "gpu")
-ALL_SCALE: tuple[int, ...] = (1000, 1024, 1)
+ALL_SCALE: tuple[int, ...] = (1000, 1024, 1000)
 DIMS: tuple[str, ...] = ALL_DIMS[:2]  # the default (CPU-only) run
 SCALE: tuple[int, ...] = ALL_SCALE[:2]
 GPU_DIMS: tuple[str, ...] = ALL_DIMS
@@ -38,6 +40,13 @@ def to_units(*amounts: float) -> Vec:
     if not 2 <= len(amounts) <= len(ALL_SCALE):
         raise ValueError(f"expected 2 to {len(ALL_SCALE)} resource amounts, got {len(amounts)}")
     return tuple(max(0, math.ceil(a * s - 1e-6)) for a, s in zip(amounts, ALL_SCALE))
+
+
+def shown(vec: Sequence[int]) -> str:
+    """A vector of integer units as a person reads it, in natural units: "2 vCPU, 4 GiB,
+    0.47 GPU" (the GPU unit is a thousandth of a GPU, not a GPU)."""
+    names = ("vCPU", "GiB", "GPU")
+    return ", ".join(f"{u / s:g} {n}" for u, s, n in zip(vec, ALL_SCALE, names))
 
 
 def request_units(cpu, mem_gib, gpus=None):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stratus.base.errors import ConfigError
-from stratus.base.resources import to_units
+from stratus.base.resources import shown, to_units
 from stratus.live.clock import Clock, seconds
 from stratus.live.ec2 import GONE_STATES, LIVE_STATES, CloudInstance, Ec2Capacity
 from stratus.live.kube import (
@@ -373,7 +373,7 @@ class LiveLoop:
     def _new_task(self, pod: Pod, now: float):
         f = self._task_fields(pod)
         if not self._fits_some_type(f["req"]):
-            self._error(f"pod {pod.namespace}/{pod.name} requests {f['req']}, more than any "
+            self._error(f"pod {pod.namespace}/{pod.name} requests {shown(f['req'])}, more than any "
                         f"catalog type holds: left alone")
             self.key_tid[pod.key] = -1
             return None

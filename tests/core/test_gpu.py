@@ -47,6 +47,8 @@ CMR = Catalog([
 CPUS = [0.1, 0.5, 1, 2, 4, 8, 16, 64]
 MEMS = [0.2, 1, 2, 8, 16, 64, 256]
 GPUS = [1, 2, 4, 8]
+# shares of one GPU, as the Alibaba trace's 1-GPU pods ask (gpu=share), and whole GPUs
+SHARES = [0.05, 0.25, 0.47, 0.5, 0.6, 0.81, 1, 2, 4]
 
 
 def frame(rows, gpus: bool) -> Trace:
@@ -65,14 +67,15 @@ RUNTIMES = st.one_of(st.integers(1, 30).map(lambda k: 60.0 * k),
 
 
 @st.composite
-def workloads(draw, gpu_share: float = 0.0, max_jobs: int = 6, max_tasks: int = 4):
-    """CPU-only jobs, and with ``gpu_share`` > 0 GPU jobs too: 1, 2, 4 or 8 GPUs a task,
-    with CPU and memory per GPU in GPU instance proportions."""
+def workloads(draw, gpu_share: float = 0.0, max_jobs: int = 6, max_tasks: int = 4,
+              gpus=tuple(GPUS)):
+    """CPU-only jobs, and with ``gpu_share`` > 0 GPU jobs too: ``gpus`` GPUs a task (1, 2,
+    4 or 8), with CPU and memory per GPU in GPU instance proportions."""
     rows = []
     for j in range(draw(st.integers(1, max_jobs))):
         submit = draw(SUBMITS)
         if gpu_share and draw(st.floats(0, 1)) < gpu_share:
-            g = draw(st.sampled_from(GPUS))
+            g = draw(st.sampled_from(gpus))
             cpu = g * draw(st.sampled_from([0.5, 2, 4, 8]))
             mem = g * draw(st.sampled_from([2, 8, 16, 60]))
         else:
@@ -84,13 +87,13 @@ def workloads(draw, gpu_share: float = 0.0, max_jobs: int = 6, max_tasks: int = 
 
 
 @st.composite
-def bursts(draw, gpu_share: float = 0.0):
+def bursts(draw, gpu_share: float = 0.0, gpus=(0, 1, 2)):
     """Many small jobs of mixed shapes arriving together: several instances fit each task,
     so the tie-breaking rules of the packers and the copack all come into play."""
     rows = []
     for j in range(draw(st.integers(2, 14))):
         submit = 120.0 * draw(st.integers(0, 2))
-        g = draw(st.sampled_from([0, 1, 2])) if gpu_share else 0
+        g = draw(st.sampled_from(gpus)) if gpu_share else 0
         cpu, mem = draw(st.sampled_from([(0.25, 1.5), (0.5, 0.5), (1, 2), (1.5, 0.75),
                                          (0.75, 3), (2, 1)]))
         for i in range(draw(st.integers(1, 3))):
@@ -130,19 +133,22 @@ def test_dimensions_follow_the_catalog():
     # a CPU type in a GPU catalog has 0 GPUs; on its own it is 2-D
     assert GPU["m5.large"].capacity == (2000, 8192, 0)
     assert InstanceType("m5.large", 2, 8, 0.096).capacity == (2000, 8192)
-    assert GPU["p3.8xlarge"].capacity == (32000, 249856, 4)
-    assert GPU.max_capacity == (192000, 786432, 8)
-    assert to_units(4, 16, 1) == (4000, 16384, 1)
-    assert request_units([0.5], [1.0], [2]).tolist() == [[500, 1024, 2]]
+    assert GPU["p3.8xlarge"].capacity == (32000, 249856, 4000)  # thousandths of a GPU
+    assert GPU.max_capacity == (192000, 786432, 8000)
+    assert to_units(4, 16, 1) == (4000, 16384, 1000)
+    assert to_units(1, 1, 0.47) == (1000, 1024, 470)  # a share: 470 thousandths
+    assert to_units(1, 1, 0.0005)[2] == 1  # rounded up, as cpu and mem
+    assert request_units([0.5, 0.5], [1.0, 1.0], [2, 0.47]).tolist() == [[500, 1024, 2000],
+                                                                          [500, 1024, 470]]
 
 
 def test_gpu_normaliser_is_the_smallest_nonzero_amount():
-    # §3.3 divides by the smallest type's amount; c5.large has no GPU: one GPU is the unit
+    # §3.3 divides by the smallest type's amount; c5.large has no GPU: one GPU (1000) is the unit
     assert GPU.smallest.name == "c5.large"
-    assert GPU.norm == (2000, 4096, 1)
+    assert GPU.norm == (2000, 4096, 1000)
     assert M4.norm == M4.smallest.capacity
     only4 = Catalog([InstanceType("a", 2, 8, 1.0), InstanceType("b", 8, 32, 9.0, gpus=4)])
-    assert only4.norm == (2000, 8192, 4)
+    assert only4.norm == (2000, 8192, 4000)
 
 
 @pytest.mark.parametrize("gpus", [-1, 1.5, True, "2", float("nan"), float("inf")])
@@ -156,7 +162,7 @@ def test_whole_gpu_count_from_a_file_is_an_int():
 
     for g in (4.0, np.int64(4)):
         t = InstanceType("x", 2, 8, 0.1, gpus=g)
-        assert t.gpus == 4 and type(t.gpus) is int and t.capacity == (2000, 8192, 4)
+        assert t.gpus == 4 and type(t.gpus) is int and t.capacity == (2000, 8192, 4000)
 
 
 # --- traces --------------------------------------------------------------------------
@@ -223,6 +229,18 @@ def test_every_scheduler_on_a_gpu_catalog(name, trace, conf):
 @given(trace=workloads(), conf=configs)
 def test_every_scheduler_on_a_multi_family_catalog(name, trace, conf):
     res = run(trace, make_scheduler(name), CMR, conf)
+    check_invariants(trace, res)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", scheduler_names())
+@settings(max_examples=5)
+@given(trace=st.one_of(workloads(gpu_share=0.6, gpus=SHARES),
+                       bursts(gpu_share=0.6, gpus=(0, 0.05, 0.3, 0.47, 0.6, 1))), conf=configs)
+def test_every_scheduler_with_gpu_shares(name, trace, conf):
+    """Fractional GPU requests (thousandths of a GPU): capacity is never exceeded in any
+    dimension, and the other invariants hold."""
+    res = run(trace, make_scheduler(name), GPU, conf)
     check_invariants(trace, res)
 
 

@@ -112,3 +112,25 @@ def test_karpenter_with_more_than_64_gpu_instances():
     cfg = ReplayConfig(seed=1, catalog=load_catalog(NAME), market="on-demand")
     s = replay(Trace(frame, name="wide"), make_scheduler("karpenter"), cfg).summary
     assert s["tasks_completed"] == n and s["instances_acquired"] >= n
+
+
+@pytest.mark.parametrize("scheduler", ["stratus", "fleet"])
+def test_two_shares_share_one_gpu_and_whole_gpus_do_not(tmp_path, scheduler):
+    # pod 0038's row twice, asking 0.47 GPU each and submitted together: with gpu=share
+    # both go on one p3.2xlarge (8 vCPU, 61 GiB, 1 GPU: 940 of its 1000 thousandths);
+    # with gpu=whole each rents its own GPU, so two instances of the one GPU type offered
+    row = "{},4000,22888,1,470,,BE,Running,9973579,9977179,9973579\n"
+    pods = tmp_path / "openb_pod_list_default.csv"
+    pods.write_text((FIXTURES / "alibaba" / "openb_pod_list_default.csv").read_text()
+                    .splitlines(keepends=True)[0] + row.format("openb-pod-0038")
+                    + row.format("openb-pod-0040"))
+    cat = load_catalog(NAME).subset(["c7i.large", "p3.2xlarge"])
+    got = {}
+    for mode in ("share", "whole"):
+        trace = load(pods, gpu=mode, window_start_s="0")
+        assert trace.frame["gpus"].tolist() == ([0.47, 0.47] if mode == "share" else [1.0, 1.0])
+        s = replay(trace, make_scheduler(scheduler),
+                   ReplayConfig(seed=1, catalog=cat, market="on-demand")).summary
+        assert s["tasks_completed"] == 2
+        got[mode] = (s["instances_acquired"], set(s["cost_by_type"]))
+    assert got == {"share": (1, {"p3.2xlarge"}), "whole": (2, {"p3.2xlarge"})}
