@@ -15,7 +15,10 @@ Each run's summary, less ``wall_seconds``, is hashed: old and new must agree.
 
 With ``--trace FILE`` (the real window, converted once with ``stratus traces convert``) the
 whole process is timed instead: ``stratus replay --trace FILE --scheduler S --seed 1 --json``
-under each tree, wall and CPU (user + sys of the child, from ``getrusage(RUSAGE_CHILDREN)``), alternating as above.
+under each tree, wall and CPU (user + sys of each child, from its ``wait4``), with one hash
+seed for both. Each pair runs one after the other (alternating which first); the ratio is
+the median over the pairs of old CPU / new CPU. (``--together`` runs a pair at once, one
+per core: measured noisier here, the two processes share caches and memory bandwidth.)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import argparse
 import hashlib
 import json
 import os
-import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -64,30 +67,60 @@ def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
     return doc
 
 
-def run_process(tree: Path, scheduler: str, trace: Path) -> dict:
-    """One whole ``stratus replay`` process of ``tree`` on ``trace``."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def _start(tree: Path, scheduler: str, trace: Path, out, err) -> subprocess.Popen:
+    # one hash seed for both trees: set and dict layouts alike, one noise the fewer
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     code = ("import sys, stratus; from stratus.app.cli import entry; "
             "sys.stderr.write('STRATUS ' + stratus.__file__ + '\\n'); entry()")
     argv = [sys.executable, "-c", code, "replay", "--trace", str(trace), "--scheduler",
             scheduler, "--seed", "1", "--json"]
-    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=tree, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate()
-    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    if proc.returncode:
-        raise SystemExit(f"{tree}: {scheduler} exited {proc.returncode}: {err[-500:]}")
-    where = [ln for ln in err.splitlines() if ln.startswith("STRATUS ")][0][8:]
-    if not where.startswith(str(tree.resolve())):
-        raise SystemExit(f"run of {tree} imported {where}")
-    summary = json.loads(out)
-    summary = summary.get("summary", summary)
-    keep = {k: v for k, v in summary.items() if "wall" not in k and "seconds" not in k}
-    digest = hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode())
-    return {"wall_s": wall, "cpu_s": cpu, "tasks": summary.get("tasks"),
-            "digest": digest.hexdigest()[:16], "cost": summary.get("total_cost")}
+    return subprocess.Popen(argv, env=env, cwd=tree, stdout=out, stderr=err, text=True)
+
+
+def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
+             together: bool = False) -> dict[str, dict]:
+    """One whole ``stratus replay`` process of each tree on ``trace``, one after the other
+    in the order given (``together``: both at once, one per core); each one's wall time
+    and CPU (user + sys, from its own ``wait4``)."""
+    import tempfile
+    from contextlib import ExitStack
+
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        files, procs, started, done = {}, {}, {}, {}
+
+        def wait() -> None:
+            pid, status, ru = os.wait4(-1, 0)
+            name = next(n for n, p in procs.items() if p.pid == pid)
+            procs[name].returncode = os.waitstatus_to_exitcode(status)
+            done[name] = {"wall_s": time.perf_counter() - started[name],
+                          "cpu_s": ru.ru_utime + ru.ru_stime}
+
+        for name, tree in trees.items():
+            out, err = (stack.enter_context(open(f"{tmp}/{name}.{x}", "w+"))
+                        for x in ("out", "err"))
+            files[name] = (out, err)
+            started[name] = time.perf_counter()
+            procs[name] = _start(tree, scheduler, trace, out, err)
+            if not together:
+                wait()
+        while len(done) < len(procs):
+            wait()
+        for name, (out, err) in files.items():
+            out.seek(0), err.seek(0)
+            text, log = out.read(), err.read()
+            if procs[name].returncode:
+                raise SystemExit(f"{trees[name]}: {scheduler} exited "
+                                 f"{procs[name].returncode}: {log[-500:]}")
+            where = [ln for ln in log.splitlines() if ln.startswith("STRATUS ")][0][8:]
+            if not where.startswith(str(trees[name].resolve())):
+                raise SystemExit(f"run of {trees[name]} imported {where}")
+            summary = json.loads(text)
+            summary = summary.get("summary", summary)
+            keep = {k: v for k, v in summary.items() if "wall" not in k and "seconds" not in k}
+            digest = hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode())
+            done[name].update(tasks=summary.get("tasks"), digest=digest.hexdigest()[:16],
+                              engine_s=summary.get("wall_seconds"))
+    return done
 
 
 def main() -> None:
@@ -101,6 +134,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", metavar="SCHEDULER")
     ap.add_argument("--trace", type=Path, help="time whole replays of this trace file")
+    ap.add_argument("--together", action="store_true",
+                    help="with --trace: run each pair at once, one per core")
     a = ap.parse_args()
     if a.child:
         child(a.child, a.scale, a.hours)
@@ -111,9 +146,13 @@ def main() -> None:
         runs: dict[str, list[dict]] = {"old": [], "new": []}
         for rep in range(a.reps):
             order = ("old", "new") if rep % 2 == 0 else ("new", "old")
+            if a.trace:
+                pair = run_pair({n: trees[n] for n in order}, sched, a.trace, a.together)
+                for name in order:
+                    runs[name].append(pair[name])
+                continue
             for name in order:
-                runs[name].append(run_process(trees[name], sched, a.trace) if a.trace
-                                  else run_one(trees[name], sched, a.scale, a.hours))
+                runs[name].append(run_one(trees[name], sched, a.scale, a.hours))
         best = {n: min(r["wall_s"] for r in rs) for n, rs in runs.items()}
         best_cpu = {n: min(r["cpu_s"] for r in rs) for n, rs in runs.items()}
         digests = {n: {r["digest"] for r in rs} for n, rs in runs.items()}
@@ -127,7 +166,12 @@ def main() -> None:
                      "new_runs_s": [round(r["wall_s"], 3) for r in runs["new"]],
                      "old_runs_cpu_s": [round(r["cpu_s"], 3) for r in runs["old"]],
                      "new_runs_cpu_s": [round(r["cpu_s"], 3) for r in runs["new"]],
-                     "same_summary": digests["old"] == digests["new"] and len(digests["old"]) == 1})
+                     "same_summary": digests["old"] == digests["new"] and len(digests["old"]) == 1,
+                     # per pair (run at once with --trace): old / new CPU, and their median
+                     "pair_cpu_ratios": [round(o["cpu_s"] / n["cpu_s"], 4)
+                                         for o, n in zip(runs["old"], runs["new"])],
+                     "median_pair_cpu_ratio": round(statistics.median(
+                         o["cpu_s"] / n["cpu_s"] for o, n in zip(runs["old"], runs["new"])), 4)})
     what = str(a.trace) if a.trace else f"synthetic:google?scale={a.scale:g}&hours={a.hours:g}"
     doc = {"trace": what, "timed": "whole process" if a.trace else "Engine.run()", "reps": a.reps,
            "old": str(trees["old"]), "new": str(trees["new"]), "rows": rows}

@@ -14,7 +14,7 @@
 | deadline_s | float64 | optional: absolute deadline                                |
 | estimate_s | float64 | optional: the user's runtime estimate (e.g. SWF requested) |
 | queue      | string  | optional: the queue or partition the job was submitted to  |
-| gpus       | float64 | optional: requested GPUs, >= 0 (0.47: a share of one GPU)   |
+| gpus       | float64 | optional: requested GPUs, >= 0 (0.47: a share of one GPU)  |
 | anti_affinity | bool | optional: no two flagged tasks of one job on one instance    |
 |            |         | (Google 2011 different_machine; read as 0/1 or true/false) |
 | source_job_id | string | optional: the job's id as the source wrote it, when that  |
