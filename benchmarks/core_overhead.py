@@ -19,6 +19,8 @@ under each tree, wall and CPU (user + sys of each child, from its ``wait4``), wi
 seed for both. Each pair runs one after the other (alternating which first); the ratio is
 the median over the pairs of old CPU / new CPU. (``--together`` runs a pair at once, one
 per core: measured noisier here, the two processes share caches and memory bandwidth.)
+``--callgrind`` counts each process's instructions under valgrind instead (deterministic;
+about 50x slower, so with ``--window-hours 2`` and ``--reps 1``).
 """
 
 from __future__ import annotations
@@ -67,18 +69,33 @@ def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
     return doc
 
 
-def _start(tree: Path, scheduler: str, trace: Path, out, err) -> subprocess.Popen:
+def _start(tree: Path, scheduler: str, trace: Path, out, err, opts) -> subprocess.Popen:
     # one hash seed for both trees: set and dict layouts alike, one noise the fewer
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     code = ("import sys, stratus; from stratus.app.cli import entry; "
             "sys.stderr.write('STRATUS ' + stratus.__file__ + '\\n'); entry()")
     argv = [sys.executable, "-c", code, "replay", "--trace", str(trace), "--scheduler",
             scheduler, "--seed", "1", "--json"]
+    if opts.get("hours"):
+        argv += ["--hours", str(opts["hours"])]
+    if opts.get("callgrind"):  # instructions, not seconds: deterministic on a noisy machine
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={opts['callgrind']}",
+                *argv]
     return subprocess.Popen(argv, env=env, cwd=tree, stdout=out, stderr=err, text=True)
 
 
+def _instructions(path: str) -> int:
+    """The program's total instructions (Ir) in a callgrind output file."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise SystemExit(f"{path}: no totals line")
+
+
 def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
-             together: bool = False) -> dict[str, dict]:
+             together: bool = False, hours: float | None = None,
+             callgrind: bool = False) -> dict[str, dict]:
     """One whole ``stratus replay`` process of each tree on ``trace``, one after the other
     in the order given (``together``: both at once, one per core); each one's wall time
     and CPU (user + sys, from its own ``wait4``)."""
@@ -100,7 +117,9 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
                         for x in ("out", "err"))
             files[name] = (out, err)
             started[name] = time.perf_counter()
-            procs[name] = _start(tree, scheduler, trace, out, err)
+            cg = f"{tmp}/{name}.callgrind" if callgrind else None
+            procs[name] = _start(tree, scheduler, trace, out, err,
+                                 {"hours": hours, "callgrind": cg})
             if not together:
                 wait()
         while len(done) < len(procs):
@@ -120,6 +139,8 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
             digest = hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode())
             done[name].update(tasks=summary.get("tasks"), digest=digest.hexdigest()[:16],
                               engine_s=summary.get("wall_seconds"))
+            if callgrind:
+                done[name]["instructions"] = _instructions(f"{tmp}/{name}.callgrind")
     return done
 
 
@@ -136,6 +157,11 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, help="time whole replays of this trace file")
     ap.add_argument("--together", action="store_true",
                     help="with --trace: run each pair at once, one per core")
+    ap.add_argument("--window-hours", type=float,
+                    help="with --trace: replay only this many hours of it (--hours)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="with --trace: count instructions under valgrind (about 50x slower; "
+                         "a pair runs at once)")
     a = ap.parse_args()
     if a.child:
         child(a.child, a.scale, a.hours)
@@ -147,7 +173,8 @@ def main() -> None:
         for rep in range(a.reps):
             order = ("old", "new") if rep % 2 == 0 else ("new", "old")
             if a.trace:
-                pair = run_pair({n: trees[n] for n in order}, sched, a.trace, a.together)
+                pair = run_pair({n: trees[n] for n in order}, sched, a.trace,
+                                a.together or a.callgrind, a.window_hours, a.callgrind)
                 for name in order:
                     runs[name].append(pair[name])
                 continue
@@ -171,7 +198,12 @@ def main() -> None:
                      "pair_cpu_ratios": [round(o["cpu_s"] / n["cpu_s"], 4)
                                          for o, n in zip(runs["old"], runs["new"])],
                      "median_pair_cpu_ratio": round(statistics.median(
-                         o["cpu_s"] / n["cpu_s"] for o, n in zip(runs["old"], runs["new"])), 4)})
+                         o["cpu_s"] / n["cpu_s"] for o, n in zip(runs["old"], runs["new"])), 4),
+                     **({"old_instructions": [r["instructions"] for r in runs["old"]],
+                         "new_instructions": [r["instructions"] for r in runs["new"]],
+                         "instruction_ratio_old_over_new": round(
+                             runs["old"][0]["instructions"] / runs["new"][0]["instructions"], 4)}
+                        if a.callgrind else {})})
     what = str(a.trace) if a.trace else f"synthetic:google?scale={a.scale:g}&hours={a.hours:g}"
     doc = {"trace": what, "timed": "whole process" if a.trace else "Engine.run()", "reps": a.reps,
            "old": str(trees["old"]), "new": str(trees["new"]), "rows": rows}
