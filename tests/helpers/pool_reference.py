@@ -1,6 +1,6 @@
 """The waiting pool's general path as it was before it became a class (issue 37 item 5):
 ``_general`` of stratus/waiting/pool.py at commit e590966, verbatim but for its name
-(``general``), with the ``_Fifo`` and ``_head`` it used. The reference that
+(``general``); the ``_Fifo`` and ``_head`` it used are the pool's own. The reference that
 ``stratus.waiting.pool._EventPool`` is tested against (tests/waiting/test_pool_rule.py);
 used only by tests, not maintained: fix the pool, not this."""
 
@@ -11,11 +11,9 @@ import math
 
 import numpy as np
 
-from stratus.waiting.pool import PoolRun
-
-_EPS = 1e-9
-_WIDE = 128
-_FEW = 128
+# the pool's own queue and constants: unchanged since, shared so that the two differ only
+# in the event loop under test
+from stratus.waiting.pool import _EPS, _FEW, _WIDE, PoolRun, _Fifo, _head
 
 
 def general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, key,
@@ -511,64 +509,3 @@ def general(spec, policy, submit, runtime, cpu, mem, fits, short, over, under, k
             heapq.heappush(events, (t + b, 1, j, -1))
     return PoolRun(cloud, start, wait, fits, server, killed,
                    runs if name == "ljw-spec" else None)
-
-
-
-class _Fifo:
-    """An FCFS queue as rows of (cores, GiB, job) in arrival order; a job that leaves
-    leaves a stale row (``live`` False) until the rows fill and are compacted. A long
-    queue's pass tests all rows at once; a short one's goes through ``jobs``, a plain
-    list (of stale entries too, dropped as it is read: no arrays to read for a few)."""
-
-    def __init__(self, size: int = 256) -> None:
-        self.c = np.zeros(size)
-        self.m = np.zeros(size)
-        self.job = np.zeros(size, dtype=np.int64)
-        self.live = np.zeros(size, dtype=bool)
-        self.n = 0
-        self.row: dict[int, int] = {}  # job -> its row
-        self.order: list[int] = []  # the jobs in order, and some that left (none returns)
-
-    def push(self, j: int, c: float, m: float) -> None:
-        if self.n == len(self.job):
-            self._compact()
-        k = self.n
-        self.c[k], self.m[k], self.job[k], self.live[k] = c, m, j, True
-        self.row[j] = k
-        self.n += 1
-        self.order.append(j)
-
-    def drop(self, j: int) -> None:
-        k = self.row.pop(j, None)
-        if k is not None:
-            self.live[k] = False
-
-    def rows(self) -> np.ndarray:
-        """The live rows, in order."""
-        return np.flatnonzero(self.live[:self.n])
-
-    def jobs(self) -> list[int]:
-        """The queued jobs, in order (a new list)."""
-        row = self.row
-        self.order = [j for j in self.order if j in row]
-        return list(self.order)
-
-    def _compact(self) -> None:
-        """Drop the stale rows; double the size if at least half are still live."""
-        live = self.rows()
-        size = len(self.job) * (2 if 2 * len(live) >= len(self.job) else 1)
-        c, m, job = self.c[live], self.m[live], self.job[live]
-        self.__init__(size)
-        n = len(live)
-        self.c[:n], self.m[:n], self.job[:n], self.live[:n] = c, m, job, True
-        self.order = job.tolist()
-        self.row = {x: k for k, x in enumerate(self.order)}
-        self.n = n
-
-
-def _head(queue: list, waiting: set[int]) -> tuple:
-    """SJF's first live entry (stale ones are dropped on the way)."""
-    while queue and queue[0][1] not in waiting:
-        heapq.heappop(queue)
-    return queue[0] if queue else (math.inf, -1)
-
