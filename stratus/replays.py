@@ -36,7 +36,7 @@ def replay(trace: Trace, scheduler, cfg: ReplayConfig | None = None, **overrides
             raise ConfigError(f"unknown replay option {k!r}")
     if overrides:
         cfg = replace(cfg, **overrides)
-    if isinstance(scheduler, str) or not isinstance(scheduler, Schedules):
+    if not isinstance(scheduler, Schedules):  # a name (a str) has no schedule()
         raise ConfigError(f"replay takes a scheduler object, got {scheduler!r} "
                           f"(stratus.app.registry.make_scheduler resolves a name)")
     return engine(trace, scheduler, cfg).run()

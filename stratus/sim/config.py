@@ -33,6 +33,7 @@ class PlanTerms(Protocol):
     def headroom(self, od_rate: float) -> float: ...
     def marginal(self, price: float, od_rate: float) -> float: ...
 
+
 #: a config field that only an add-on acts on (``AddOn.claims``); the core refuses a run
 #: where such a field is set and no add-on of the run claims it, so it is never ignored
 ADDON = {"addon": True}
@@ -121,8 +122,7 @@ def resolve(cfg: ReplayConfig, addons=(), default_estimator: Callable[[], Estima
     cfg.validate()
     claimed = {name for addon in addons for name in addon.claims}
     for f in fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.metadata.get("addon") and value not in (None, ()) and f.name not in claimed:
+        if f.metadata.get("addon") and getattr(cfg, f.name) and f.name not in claimed:
             raise ConfigError(f"ReplayConfig.{f.name} is set, and no add-on of this run acts "
                               f"on it (build the run with its add-ons: "
                               f"stratus.replays.engine, or stratus.commitments.addons_for)")
