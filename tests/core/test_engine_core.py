@@ -171,3 +171,11 @@ def test_an_add_on_claims_the_fields_it_acts_on():
                for n in cls.claims}
     assert ADDON == {"addon": True}
     assert marked == {"reserved", "waiting", "savings_plan"} and marked <= claimed
+
+
+@pytest.mark.parametrize("scheduler", ["stratus", object()])
+def test_replay_refuses_a_name_or_an_object_without_schedule(scheduler):
+    from stratus.replays import replay
+
+    with pytest.raises(ConfigError, match="replay takes a scheduler object"):
+        replay(make_trace(ROWS), scheduler)
