@@ -21,13 +21,12 @@ import sys
 import time
 from collections import Counter
 
-from stratus.app import api
 from stratus.app.registry import get_spec
 from stratus.app.runs import estimator_name, fitted_estimator, replay_config
+from stratus.app.session import Session
 from stratus.app.spec import ReplaySpec
-from stratus.commitments.addons import addons_for
+from stratus.replays import engine
 from stratus.sim.devices import PER_GPU, device_assignment
-from stratus.sim.engine import Engine
 from stratus.sim.hooks import AddOn
 
 DATA = "../shared/data/alibaba-gpu-2023"
@@ -75,13 +74,14 @@ def run(window: str, scheduler: str, market: str, catalog: str) -> dict:
     if start is not None:
         opts.update(start=start, hours=hours)
     spec = ReplaySpec.build(opts)
-    fitted, history, _ = api._window(spec, spec.trace)
+    sess = Session(spec)  # the window, its fit and its warm-up, as the CLI loads them
+    fitted, history = sess.fitted(spec.catalog, spec.drop_oversized), sess.history
     sched = get_spec(spec.scheduler)
     cfg = replay_config(spec)
     cfg.estimator = fitted_estimator(estimator_name(spec, sched), spec.seed, history)
     check = DeviceCheck()
     t0 = time.perf_counter()
-    res = Engine(fitted, sched.factory(), cfg, addons=[*addons_for(cfg), check]).run()
+    res = engine(fitted, sched.factory(), cfg, (check,)).run()
     c = check.counts
     states = c["states_multi_gpu_with_share"]
     return {"window": window, "scheduler": scheduler, "market": market,

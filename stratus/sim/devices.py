@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-PER_GPU = 1000  # thousandths of a GPU (stratus.base.resources.ALL_SCALE)
+from stratus.base.resources import ALL_DIMS, ALL_SCALE
+
+PER_GPU = ALL_SCALE[ALL_DIMS.index("gpu")]  # integer GPU units per GPU: thousandths
 #: nodes the exact search may visit before it gives up (None: undecided)
 BUDGET = 200_000
 
