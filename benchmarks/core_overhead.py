@@ -51,11 +51,15 @@ def child(scheduler: str, scale: float, hours: float) -> None:
     c0, t0 = time.process_time(), time.perf_counter()
     res = eng.run()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    summary = {k: v for k, v in res.summary.items() if k != "wall_seconds"}
-    digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=str).encode())
     print(json.dumps({"wall_s": wall, "cpu_s": cpu, "tasks": res.summary["tasks"],
-                      "digest": digest.hexdigest()[:16],
+                      "digest": _digest(res.summary),
                       "stratus": __import__("stratus").__file__}))
+
+
+def _digest(summary: dict) -> str:
+    """The summary less its wall times, hashed: old and new must agree."""
+    keep = {k: v for k, v in summary.items() if k != "wall_seconds"}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
@@ -69,18 +73,18 @@ def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
     return doc
 
 
-def _start(tree: Path, scheduler: str, trace: Path, out, err, opts) -> subprocess.Popen:
+def _start(tree: Path, scheduler: str, trace: Path, out, err, hours: float | None,
+           callgrind: str | None) -> subprocess.Popen:
     # one hash seed for both trees: set and dict layouts alike, one noise the fewer
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     code = ("import sys, stratus; from stratus.app.cli import entry; "
             "sys.stderr.write('STRATUS ' + stratus.__file__ + '\\n'); entry()")
     argv = [sys.executable, "-c", code, "replay", "--trace", str(trace), "--scheduler",
             scheduler, "--seed", "1", "--json"]
-    if opts.get("hours"):
-        argv += ["--hours", str(opts["hours"])]
-    if opts.get("callgrind"):  # instructions, not seconds: deterministic on a noisy machine
-        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={opts['callgrind']}",
-                *argv]
+    if hours:
+        argv += ["--hours", str(hours)]
+    if callgrind:  # instructions, not seconds: deterministic on a noisy machine
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind}", *argv]
     return subprocess.Popen(argv, env=env, cwd=tree, stdout=out, stderr=err, text=True)
 
 
@@ -118,8 +122,7 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
             files[name] = (out, err)
             started[name] = time.perf_counter()
             cg = f"{tmp}/{name}.callgrind" if callgrind else None
-            procs[name] = _start(tree, scheduler, trace, out, err,
-                                 {"hours": hours, "callgrind": cg})
+            procs[name] = _start(tree, scheduler, trace, out, err, hours, cg)
             if not together:
                 wait()
         while len(done) < len(procs):
@@ -135,9 +138,7 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
                 raise SystemExit(f"run of {trees[name]} imported {where}")
             summary = json.loads(text)
             summary = summary.get("summary", summary)
-            keep = {k: v for k, v in summary.items() if "wall" not in k and "seconds" not in k}
-            digest = hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode())
-            done[name].update(tasks=summary.get("tasks"), digest=digest.hexdigest()[:16],
+            done[name].update(tasks=summary.get("tasks"), digest=_digest(summary),
                               engine_s=summary.get("wall_seconds"))
             if callgrind:
                 done[name]["instructions"] = _instructions(f"{tmp}/{name}.callgrind")
