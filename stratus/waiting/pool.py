@@ -506,26 +506,26 @@ class _EventPool:
     def requeue(self, t: float) -> None:
         """Speculations killed at t (ljw-spec, 003 §3.1) join the pool: a server now if the
         queue rule lets them pass and one fits, else the queue."""
-        events = self.events
-        while events and events[0][0] <= t and events[0][1] == 2:
-            _, _, j, _ = heapq.heappop(events)
-            k = self.server_now(j)
-            if k >= 0:
-                self.run_job(j, k, t)
-            else:
-                self.to_queue(j)
+        self._rejoin(t, 2, False)
 
     def restart(self, t: float) -> None:
         """Speculations revoked at t restart as arrivals: a server now if the queue rule
         lets them pass and one fits, else another speculation."""
+        self._rejoin(t, 3, True)
+
+    def _rejoin(self, t: float, kind: int, speculate: bool) -> None:
+        """The jobs of event ``kind`` at t: a server now if the queue rule lets them pass
+        and one fits, else another speculation or the queue."""
         events = self.events
-        while events and events[0][0] <= t and events[0][1] == 3:
+        while events and events[0][0] <= t and events[0][1] == kind:
             _, _, j, _ = heapq.heappop(events)
             k = self.server_now(j)
             if k >= 0:
                 self.run_job(j, k, t)
-            else:
+            elif speculate:
                 self.speculate(j, t)
+            else:
+                self.to_queue(j)
 
     def arrive(self, j: int, t: float) -> None:
         """Job j arrives: the policy sends it to the cloud, starts it, or queues it."""
