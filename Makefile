@@ -33,10 +33,15 @@ WARM_A := stratus.app.cli stratus.app.api stratus.app.report pandas pyarrow.parq
 WARM_B := hypothesis pytest xdist ortools.sat.python.cp_model duckdb sklearn.linear_model \
           dask.distributed boto3 moto kubernetes
 
-$(STAMP): pyproject.toml
+# the compiled core (setup.py): its sources are prerequisites, and the project is rebuilt
+# whenever the stamp is (uv would keep an editable build whose pyproject is unchanged)
+NATIVE := setup.py $(wildcard stratus/*/*.pyx)
+
+$(STAMP): pyproject.toml $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	@if $(PY) -m pip install --quiet 'uv>=0.4' && \
-	    $(VENV)/bin/uv pip install --quiet --python $(PY) -e '$(EXTRAS)'; then :; \
+	    $(VENV)/bin/uv pip install --quiet --python $(PY) --reinstall-package stratus-vc \
+	        -e '$(EXTRAS)'; then :; \
 	else echo "make: uv failed; installing with pip" >&2; \
 	    $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '$(EXTRAS)'; fi
 	@env -u PYTHONDONTWRITEBYTECODE $(PY) -c "$$WARM_IMPORTS" $(WARM_A) & \

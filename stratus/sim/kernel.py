@@ -6,6 +6,10 @@ An event is ``(time, kind, sequence, a, b)``. The heap orders events by time, th
 kind (the kinds' numbers are their processing order at equal times), then by the order
 they were scheduled, so a run is deterministic. ``a`` and ``b`` are the handler's
 arguments: ``handler(a, b, t)``.
+
+``PyKernel`` is the reference; ``Kernel`` is the one a replay uses: the compiled kernel
+(``stratus.sim.ckernel``, the heap a C array of typed records, issue 39) when it is built,
+unless STRATUS_PURE_PYTHON=1 (``stratus.base.native``). Both take events in one order.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import count
 
+from stratus.base import native
+
 Handler = Callable[[object, object, float], None]
 
 
-class Kernel:
+class PyKernel:
     """Clock, event heap and handler table.
 
     ``on(kind, handler)`` registers the handler of a kind; kinds are small integers,
@@ -90,4 +96,22 @@ class Kernel:
         return False
 
 
-__all__ = ["Handler", "Kernel"]
+def _compiled() -> type | None:
+    """The compiled kernel, or None (stratus.base.native: asked away, not built, stale)."""
+    if not native.wanted("stratus.sim.ckernel"):
+        return None
+    try:
+        from stratus.sim.ckernel import Kernel as compiled
+    except ImportError as e:  # built for another Python, say
+        native.unusable("stratus.sim.ckernel", f"not loadable ({e})")
+        return None
+    native.loaded("stratus.sim.ckernel")
+    return compiled
+
+
+#: the compiled kernel when it is used, else None
+COMPILED = _compiled()
+#: the kernel a replay uses (module docstring)
+Kernel = PyKernel if COMPILED is None else COMPILED
+
+__all__ = ["COMPILED", "Handler", "Kernel", "PyKernel"]

@@ -1,7 +1,8 @@
 """Golden results: one small day of each synthetic workload through every registered
 scheduler, as the CLI runs it (spot, the scheduler's own estimator, a 24-hour warm-up).
 Speed work must not change what a replay decides: cost to the cent, instances acquired and
-migrations stay exactly these. Regenerate only for a deliberate change of behaviour, and say
+migrations stay exactly these, under the compiled core and under its pure-Python reference
+(issue 39: the pure kernel put in the engine's place). Regenerate only for a deliberate change of behaviour, and say
 so in the commit."""
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import pytest
 
 from stratus.app.cli import main
+from stratus.sim import engine as engine_mod
+from stratus.sim.kernel import COMPILED, PyKernel
 
 # the integer bound has its own tests (conftest.no_integer_bound)
 pytestmark = [pytest.mark.usefixtures("no_integer_bound"), pytest.mark.slow]
@@ -59,10 +62,16 @@ GOLDEN = {
 # would compute the bound). A compare's numbers do not depend on --jobs or on the other
 # schedulers of the command (tests/app/test_runs.py checks parallel against serial).
 CASES = [(trace, name) for trace in sorted(GOLDEN) for name in GOLDEN[trace]]
+# the core a replay uses, and its pure reference when that is another (a machine without
+# the compiled core runs the reference already)
+CORES = ["default"] + (["pure"] if COMPILED is not None else [])
 
 
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("trace, name", CASES)
-def test_every_scheduler_decides_as_before(trace, name, capsys):
+def test_every_scheduler_decides_as_before(trace, name, core, capsys, monkeypatch):
+    if core == "pure":
+        monkeypatch.setattr(engine_mod, "Kernel", PyKernel)
     code = main(["compare", "--trace", trace, "--hours", "24", "--seed", "1",
                  "--warmup-hours", "24", "--schedulers", name, "--jobs", "1", "--json"])
     assert code == 0

@@ -28,7 +28,7 @@ PACKAGES = {"stratus": "stratus", "pricing": "stratus.pricing", "traces": "strat
             "packers": "stratus.packers", "scalers": "stratus.scalers"}
 FOUNDATION = ("stratus.base", "stratus.base.errors", "stratus.base.reports",
               "stratus.base.resources", "stratus.base.tempnames", "stratus.base.bounds",
-              "stratus.base.inputs")
+              "stratus.base.inputs", "stratus.base.native")
 #: the public API's doors: packages whose ``__init__`` re-exports stratus.app.api on first
 #: use (PEP 562); above every layer, and no module of the project imports them for a name
 FACADES = ("stratus", "stratus.waiting", "stratus.sharing", "stratus.qos")
