@@ -1,4 +1,5 @@
-"""What the engine core's add-on hooks cost a replay with none (issue 37): old tree vs new.
+"""What the engine core's add-on hooks cost a replay with none (issue 37): old tree vs new;
+and what the compiled core gains over its pure reference (issue 39): one tree, two cores.
 
     python benchmarks/core_overhead.py --old /work/main --new .          # best of 3 each
     python benchmarks/core_overhead.py --old /work/main --new . --json --reps 5
@@ -21,6 +22,12 @@ the median over the pairs of old CPU / new CPU. (``--together`` runs a pair at o
 per core: measured noisier here, the two processes share caches and memory bandwidth.)
 ``--callgrind`` counts each process's instructions under valgrind instead (deterministic;
 about 50x slower, so with ``--window-hours 2`` and ``--reps 1``).
+
+    python benchmarks/core_overhead.py --pure-vs-compiled --new . --trace /work/rw.parquet
+
+``--pure-vs-compiled``: "old" is the tree ``--new`` under STRATUS_PURE_PYTHON=1, "new" the
+same tree with its compiled core (each process's kernel is checked); each run's peak
+resident memory is reported too.
 """
 
 from __future__ import annotations
@@ -62,8 +69,12 @@ def _digest(summary: dict) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+PURE_ENV = "STRATUS_PURE_PYTHON"
+
+
+def run_one(tree: Path, scheduler: str, scale: float, hours: float,
+            extra: dict | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree), **(extra or {})}
     out = subprocess.run([sys.executable, __file__, "--child", scheduler, "--scale", str(scale),
                           "--hours", str(hours)], env=env, cwd=tree, check=True,
                          capture_output=True, text=True).stdout
@@ -74,11 +85,13 @@ def run_one(tree: Path, scheduler: str, scale: float, hours: float) -> dict:
 
 
 def _start(tree: Path, scheduler: str, trace: Path, out, err, hours: float | None,
-           callgrind: str | None) -> subprocess.Popen:
+           callgrind: str | None, extra: dict | None = None) -> subprocess.Popen:
     # one hash seed for both trees: set and dict layouts alike, one noise the fewer
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0", **(extra or {})}
     code = ("import sys, stratus; from stratus.app.cli import entry; "
-            "sys.stderr.write('STRATUS ' + stratus.__file__ + '\\n'); entry()")
+            "from stratus.sim.kernel import Kernel; "
+            "sys.stderr.write('STRATUS ' + stratus.__file__ + '\\n'); "
+            "sys.stderr.write('KERNEL ' + Kernel.__module__ + '\\n'); entry()")
     argv = [sys.executable, "-c", code, "replay", "--trace", str(trace), "--scheduler",
             scheduler, "--seed", "1", "--json"]
     if hours:
@@ -99,7 +112,7 @@ def _instructions(path: str) -> int:
 
 def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
              together: bool = False, hours: float | None = None,
-             callgrind: bool = False) -> dict[str, dict]:
+             callgrind: bool = False, envs: dict[str, dict] | None = None) -> dict[str, dict]:
     """One whole ``stratus replay`` process of each tree on ``trace``, one after the other
     in the order given (``together``: both at once, one per core); each one's wall time
     and CPU (user + sys, from its own ``wait4``)."""
@@ -114,7 +127,8 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
             name = next(n for n, p in procs.items() if p.pid == pid)
             procs[name].returncode = os.waitstatus_to_exitcode(status)
             done[name] = {"wall_s": time.perf_counter() - started[name],
-                          "cpu_s": ru.ru_utime + ru.ru_stime}
+                          "cpu_s": ru.ru_utime + ru.ru_stime,
+                          "peak_rss_mib": ru.ru_maxrss / 1024}
 
         for name, tree in trees.items():
             out, err = (stack.enter_context(open(f"{tmp}/{name}.{x}", "w+"))
@@ -122,7 +136,8 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
             files[name] = (out, err)
             started[name] = time.perf_counter()
             cg = f"{tmp}/{name}.callgrind" if callgrind else None
-            procs[name] = _start(tree, scheduler, trace, out, err, hours, cg)
+            procs[name] = _start(tree, scheduler, trace, out, err, hours, cg,
+                                 (envs or {}).get(name))
             if not together:
                 wait()
         while len(done) < len(procs):
@@ -136,6 +151,11 @@ def run_pair(trees: dict[str, Path], scheduler: str, trace: Path,
             where = [ln for ln in log.splitlines() if ln.startswith("STRATUS ")][0][8:]
             if not where.startswith(str(trees[name].resolve())):
                 raise SystemExit(f"run of {trees[name]} imported {where}")
+            kernel = [ln for ln in log.splitlines() if ln.startswith("KERNEL ")][0][7:]
+            pure = (envs or {}).get(name, {}).get(PURE_ENV)
+            if pure is not None and (kernel == "stratus.sim.kernel") != (pure == "1"):
+                raise SystemExit(f"{name} ({PURE_ENV}={pure}) ran the kernel of {kernel}")
+            done[name]["kernel"] = kernel
             summary = json.loads(text)
             summary = summary.get("summary", summary)
             done[name].update(tasks=summary.get("tasks"), digest=_digest(summary),
@@ -160,6 +180,8 @@ def main() -> None:
                     help="with --trace: run each pair at once, one per core")
     ap.add_argument("--window-hours", type=float,
                     help="with --trace: replay only this many hours of it (--hours)")
+    ap.add_argument("--pure-vs-compiled", action="store_true",
+                    help="old: the tree --new under STRATUS_PURE_PYTHON=1; new: its compiled core")
     ap.add_argument("--callgrind", action="store_true",
                     help="with --trace: count instructions under valgrind (about 50x slower; "
                          "a pair runs at once)")
@@ -168,6 +190,10 @@ def main() -> None:
         child(a.child, a.scale, a.hours)
         return
     trees = {"old": a.old.resolve(), "new": a.new.resolve()}
+    envs: dict[str, dict] = {}
+    if a.pure_vs_compiled:
+        trees["old"] = trees["new"]
+        envs = {"old": {PURE_ENV: "1"}, "new": {PURE_ENV: "0"}}
     rows = []
     for sched in a.schedulers.split(","):
         runs: dict[str, list[dict]] = {"old": [], "new": []}
@@ -175,12 +201,13 @@ def main() -> None:
             order = ("old", "new") if rep % 2 == 0 else ("new", "old")
             if a.trace:
                 pair = run_pair({n: trees[n] for n in order}, sched, a.trace,
-                                a.together or a.callgrind, a.window_hours, a.callgrind)
+                                a.together or a.callgrind, a.window_hours, a.callgrind, envs)
                 for name in order:
                     runs[name].append(pair[name])
                 continue
             for name in order:
-                runs[name].append(run_one(trees[name], sched, a.scale, a.hours))
+                runs[name].append(run_one(trees[name], sched, a.scale, a.hours,
+                                          envs.get(name)))
         best = {n: min(r["wall_s"] for r in rs) for n, rs in runs.items()}
         best_cpu = {n: min(r["cpu_s"] for r in rs) for n, rs in runs.items()}
         digests = {n: {r["digest"] for r in rs} for n, rs in runs.items()}
@@ -195,6 +222,11 @@ def main() -> None:
                      "old_runs_cpu_s": [round(r["cpu_s"], 3) for r in runs["old"]],
                      "new_runs_cpu_s": [round(r["cpu_s"], 3) for r in runs["new"]],
                      "same_summary": digests["old"] == digests["new"] and len(digests["old"]) == 1,
+                     **({"old_peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs["old"]), 1),
+                         "new_peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs["new"]), 1),
+                         "old_engine_s": [r["engine_s"] for r in runs["old"]],
+                         "new_engine_s": [r["engine_s"] for r in runs["new"]]}
+                        if a.trace else {}),
                      # per pair (run at once with --trace): old / new CPU, and their median
                      "pair_cpu_ratios": [round(o["cpu_s"] / n["cpu_s"], 4)
                                          for o, n in zip(runs["old"], runs["new"])],
@@ -207,7 +239,7 @@ def main() -> None:
                         if a.callgrind else {})})
     what = str(a.trace) if a.trace else f"synthetic:google?scale={a.scale:g}&hours={a.hours:g}"
     doc = {"trace": what, "timed": "whole process" if a.trace else "Engine.run()", "reps": a.reps,
-           "old": str(trees["old"]), "new": str(trees["new"]), "rows": rows}
+           "old": str(trees["old"]), "new": str(trees["new"]), "envs": envs, "rows": rows}
     if a.json:
         print(json.dumps(doc))
         return
