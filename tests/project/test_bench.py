@@ -83,3 +83,30 @@ def test_the_sww_benchmark_in_quick_mode(capsys):
     (ref,) = doc["reference"]
     assert ref["policy"] == "sww (reference)" and ref["same_as_incremental"] is True
     assert mod.exponent([(1000, 1.0), (4000, 16.0)]) == 2.0
+
+
+def test_a_window_repeated_is_the_same_load_again_with_new_jobs(tmp_path):
+    """benchmarks/repeat_window.py (issue 39's month-scale input): copy c of a window is the
+    window moved by c whole hours past its length, with job ids past the last copy's."""
+    import pyarrow.parquet as pq
+
+    from tests.helpers.trace import make_trace
+
+    spec = importlib.util.spec_from_file_location("repeat_window",
+                                                  ROOT / "benchmarks" / "repeat_window.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    src = tmp_path / "w.parquet"
+    trace = make_trace([(0, 0, 10.0, 60.0, 1, 2), (0, 1, 10.0, 30.0, 1, 2),
+                        (4, 0, 5000.0, 90.0, 2, 4)])
+    trace.to_parquet(src)
+    table = pq.read_table(src)
+    out = mod.repeat(table, 3).to_pandas()
+    assert len(out) == 9
+    period = 7200.0  # 4,990 s of submits, rounded up to whole hours
+    assert out["submit_s"].tolist() == [s + c * period for c in range(3)
+                                        for s in table["submit_s"].to_pylist()]
+    assert out["job_id"].tolist() == [j + c * 5 for c in range(3)
+                                      for j in table["job_id"].to_pylist()]
+    assert out.groupby("job_id").size().tolist() == [2, 1] * 3
+
