@@ -14,7 +14,8 @@ import sys
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-#: the compiled modules (stratus.base.native.MODULES names their pure references)
+#: the compiled modules and their sources (each stands in for a pure module, its reference:
+#: stratus.sim.ckernel for stratus.sim.kernel.PyKernel)
 SOURCES = {"stratus.sim.ckernel": "stratus/sim/ckernel.pyx"}
 
 

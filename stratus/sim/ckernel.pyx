@@ -13,6 +13,8 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc, realloc
 
+from stratus.sim.events import add_handler
+
 
 cdef struct Event:
     double t
@@ -64,13 +66,7 @@ cdef class Kernel:
 
     def on(self, kind, handler):
         """Register ``handler`` for events of ``kind`` (one handler per kind)."""
-        if kind < 0:
-            raise ValueError(f"event kinds are non-negative integers, got {kind}")
-        while len(self._handlers) <= kind:
-            self._handlers.append(None)
-        if self._handlers[kind] is not None:
-            raise ValueError(f"event kind {kind} already has a handler")
-        self._handlers[kind] = handler
+        add_handler(self._handlers, kind, handler)
 
     cpdef void schedule(self, double t, long kind, object a=None, object b=None) except *:
         """Add an event of ``kind`` at time ``t`` with the handler's arguments ``a``, ``b``."""

@@ -13,5 +13,18 @@ insufficient capacity is no event: the refusal is the request's answer
  EV_TICK) = range(8)
 KINDS = ("price", "finish", "migrated", "revoke", "crash", "ready", "depart", "tick")
 
+
+def add_handler(handlers: list, kind: int, handler) -> None:
+    """Put ``handler`` in a kernel's table (a list indexed by kind) for events of ``kind``:
+    one handler per kind, kinds non-negative. Both kernels' ``on`` (stratus.sim.kernel,
+    stratus.sim.ckernel)."""
+    if kind < 0:
+        raise ValueError(f"event kinds are non-negative integers, got {kind}")
+    while len(handlers) <= kind:
+        handlers.append(None)
+    if handlers[kind] is not None:
+        raise ValueError(f"event kind {kind} already has a handler")
+    handlers[kind] = handler
+
 __all__ = ["EV_CRASH", "EV_DEPART", "EV_FINISH", "EV_MIGRATED", "EV_PRICE", "EV_READY",
-           "EV_REVOKE", "EV_TICK", "KINDS"]
+           "EV_REVOKE", "EV_TICK", "KINDS", "add_handler"]

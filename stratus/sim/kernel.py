@@ -20,6 +20,7 @@ from heapq import heappop, heappush
 from itertools import count
 
 from stratus.base import native
+from stratus.sim.events import add_handler
 
 Handler = Callable[[object, object, float], None]
 
@@ -44,13 +45,7 @@ class PyKernel:
 
     def on(self, kind: int, handler: Handler) -> None:
         """Register ``handler`` for events of ``kind`` (one handler per kind)."""
-        if kind < 0:
-            raise ValueError(f"event kinds are non-negative integers, got {kind}")
-        while len(self._handlers) <= kind:
-            self._handlers.append(None)
-        if self._handlers[kind] is not None:
-            raise ValueError(f"event kind {kind} already has a handler")
-        self._handlers[kind] = handler
+        add_handler(self._handlers, kind, handler)
 
     def schedule(self, t: float, kind: int, a=None, b=None) -> None:
         """Add an event of ``kind`` at time ``t`` with the handler's arguments ``a``, ``b``."""

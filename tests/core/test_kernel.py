@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from stratus.sim.kernel import COMPILED, PyKernel
 
 KERNELS = [PyKernel] + ([COMPILED] if COMPILED is not None else [])
-pytestmark = pytest.mark.parametrize("Kernel", KERNELS, ids=lambda k: k.__module__)
+#: each test of the contract on both kernels
+both = pytest.mark.parametrize("Kernel", KERNELS, ids=lambda k: k.__module__)
 
 
 def _recording(Kernel, kinds: int):
@@ -24,6 +25,7 @@ def _recording(Kernel, kinds: int):
     return k, seen
 
 
+@both
 @given(st.lists(st.tuples(st.integers(0, 20).map(float), st.integers(0, 3)), max_size=60),
        st.randoms(use_true_random=False))
 def test_events_run_by_time_then_kind_then_schedule_order(Kernel, events, rnd):
@@ -43,6 +45,7 @@ def test_events_run_by_time_then_kind_then_schedule_order(Kernel, events, rnd):
     assert all(now == t for t, _, _, _, now in seen)  # the clock is the event's time
 
 
+@both
 def test_handlers_may_schedule_and_the_limit_leaves_later_events_queued(Kernel):
     k, seen = Kernel(), []
 
@@ -59,6 +62,7 @@ def test_handlers_may_schedule_and_the_limit_leaves_later_events_queued(Kernel):
     assert seen[-2:] == [40.0, 50.0]
 
 
+@both
 def test_stop_ends_the_run_after_the_handler(Kernel):
     k, seen = _recording(Kernel, 2)
     k.on(2, lambda a, b, t: k.stop())
@@ -70,6 +74,7 @@ def test_stop_ends_the_run_after_the_handler(Kernel):
     assert k.stopped and len(k) == 1
 
 
+@both
 def test_one_handler_per_kind_and_no_negative_kinds(Kernel):
     k = Kernel()
     k.on(3, lambda a, b, t: None)
@@ -80,11 +85,13 @@ def test_one_handler_per_kind_and_no_negative_kinds(Kernel):
     assert Kernel().peek() == math.inf and Kernel(5.0).now == 5.0
 
 
+@both
 def test_an_empty_kernel_returns_at_once(Kernel):
     k = Kernel()
     assert k.run() is False and k.run(until=10.0) is False and k.now == 0.0
 
 
+@both
 def test_a_thousand_random_events_are_handled_exactly_once(Kernel):
     k, seen = _recording(Kernel, 8)
     rnd = random.Random(7)
@@ -124,7 +131,7 @@ def _driven(K):
 
 @pytest.mark.skipif(COMPILED is None, reason="the compiled core is not built here")
 @given(st.lists(OPS, max_size=80))
-def test_the_compiled_kernel_takes_the_reference_steps(Kernel, ops):
+def test_the_compiled_kernel_takes_the_reference_steps(ops):
     """Each operation's answer and the state after it (clock, heap size, next time, what the
     handlers saw) are the same under both kernels."""
     pure, fast = _driven(PyKernel), _driven(COMPILED)
